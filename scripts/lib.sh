@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Common settings and helpers for the scripts in this folder.  Sourced, not run.
+#
+# Everything that is downloaded or built lives under $VSRIOV_CACHE, outside the
+# source tree, so that a clean clone reuses it and a rebuild is incremental.
+
+set -euo pipefail
+
+VSRIOV_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VSRIOV_CACHE=${VSRIOV_CACHE:-/var/cache/vsriov}
+export VSRIOV_SRC VSRIOV_CACHE
+
+# Pinned upstream inputs.  Changing one of these is a deliberate act.
+QEMU_DEB_VERSION=1:10.2.2+ds-1
+QEMU_UPSTREAM_VERSION=10.2.2
+QEMU_DSC_URL=http://deb.debian.org/debian/pool/main/q/qemu/qemu_10.2.2+ds-1.dsc
+QEMU_DSC_SHA256=f1684b3aa5ec500c3389d346c6501dee45041ea91656c6556d4da9023b7987dd
+GUEST_SUITE=trixie
+GUEST_MIRROR=${GUEST_MIRROR:-http://deb.debian.org/debian}
+GUEST_KVER=6.12.107+deb13-amd64
+GUEST_KSRC_VERSION=6.12.107-1
+
+VENV=$VSRIOV_CACHE/venv
+QEMU_BUILD=$VSRIOV_CACHE/qemu-build
+QEMU_BIN=$QEMU_BUILD/qemu-system-x86_64
+GUEST_DIR=$VSRIOV_CACHE/guest
+TRIXIE_ROOT=$VSRIOV_CACHE/trixie
+export QEMU_BUILD QEMU_BIN GUEST_DIR TRIXIE_ROOT GUEST_KVER
+
+# Firmware comes from bookworm's packages (the +ds source has no blobs).
+QEMU_FW_ARGS=(-L /usr/share/qemu -L /usr/share/seabios -L /usr/lib/ipxe/qemu)
+
+log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+die() { printf '%s: error: %s\n' "$(basename "$0")" "$*" >&2; exit 1; }
+
+# Run "$@" under a deadline and a single clear failure line.
+try() {
+	local what=$1; shift
+	"$@" || die "$what failed (command: $*)"
+}
+
+# Install Debian packages that are missing.  Only bookworm's own sources are
+# used on the host: guest packages come through a debootstrap'd chroot.
+apt_ensure() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing Debian packages: ${missing[*]}"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; then
+		DEBIAN_FRONTEND=noninteractive apt-get update >/dev/null ||
+			die "apt-get update failed: is Debian's package registry reachable?"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null ||
+			die "apt-get install ${missing[*]} failed"
+	fi
+}
+
+# Host packages every part needs; kept in one list so setup is one step.
+HOST_PACKAGES=(
+	build-essential pkg-config ninja-build python3 python3-venv python3-dev
+	dpkg-dev curl ca-certificates xz-utils zstd cpio e2fsprogs debootstrap
+	flex bison libglib2.0-dev libpixman-1-dev libslirp-dev zlib1g-dev
+	libcap-ng-dev libattr1-dev libfdt-dev
+	qemu-system-data seabios ipxe-qemu
+	iproute2 iputils-ping procps psmisc kmod
+	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
+)
+
+# Python tools (meson for QEMU's configure and our build, pytest for tests)
+# live in a venv so a fresh Debian 12 needs no pip --break-system-packages.
+PY_REQUIREMENTS=("meson>=1.5,<1.10" "pytest>=7,<9")
+
+venv_ensure() {
+	local stamp=$VENV/.requirements req
+	req=$(printf '%s\n' "${PY_REQUIREMENTS[@]}")
+	if [ -x "$VENV/bin/python3" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$req" ]; then
+		return 0
+	fi
+	log "creating Python venv in $VENV"
+	/usr/bin/python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
+	"$VENV/bin/pip" install -q --disable-pip-version-check "${PY_REQUIREMENTS[@]}" ||
+		die "pip install ${PY_REQUIREMENTS[*]} failed: is PyPI reachable?"
+	printf '%s\n' "$req" >"$stamp"
+}
+
+host_ensure() {
+	[ "$(id -u)" -eq 0 ] || die "run as root (needs apt, network namespaces and chroot)"
+	mkdir -p "$VSRIOV_CACHE"
+	apt_ensure "${HOST_PACKAGES[@]}"
+	venv_ensure
+	export PATH=$VENV/bin:$PATH
+}

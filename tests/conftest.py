@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Fixtures shared by every suite (see docs/testing.md)."""
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from harness import paths  # noqa: E402
+from harness.netns import NetNS  # noqa: E402
+from harness.vm import Guest, L1Host  # noqa: E402
+
+
+def _artifact_dir(nodeid):
+    d = os.path.join(paths.ARTIFACTS, re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+@pytest.fixture
+def artifacts(request):
+    """A folder for this test's logs (console, QEMU), kept after the run."""
+    return _artifact_dir(request.node.nodeid)
+
+
+@pytest.fixture
+def netns():
+    """Factory of network namespaces on this machine, removed at the end."""
+    made = []
+
+    def make(prefix="vsr"):
+        ns = NetNS(prefix).__enter__()
+        made.append(ns)
+        return ns
+    yield make
+    for ns in reversed(made):
+        ns.close()
+
+
+@pytest.fixture
+def guest_factory(artifacts):
+    """Start Level 0 guests; all are stopped at the end of the test."""
+    started = []
+
+    def make(name="guest", **kw):
+        g = Guest(name, artifacts, **kw)
+        started.append(g)
+        return g.start()
+    yield make
+    for g in reversed(started):
+        g.stop()
+
+
+@pytest.fixture(scope="module")
+def l1host(request):
+    """One Level 1 emulated host per test module (boots are slow)."""
+    d = _artifact_dir(request.node.nodeid + "-l1")
+    host = L1Host("l1", d)
+    host.start(boot_timeout=300)
+    yield host
+    host.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, say where the guests' logs are."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and call.when == "call":
+        d = os.path.join(paths.ARTIFACTS, re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid))
+        if os.path.isdir(d):
+            rep.sections.append(("vsriov artifacts", f"logs of this test: {d}"))

@@ -1,0 +1,271 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Test guests under TCG: Level 0 guests, the Level 1 emulated host, and
+Level 2 guests started from inside Level 1.
+
+Every guest is driven through the test agent on a virtio-serial port and,
+at Level 0 and 1, through QMP.  Nothing waits a fixed time: each wait is a
+poll or a blocking read with a deadline, and a guest that dies ends the wait
+at once with its console log in the error.
+"""
+import os
+import select
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from . import paths
+from .agent import AgentConnection, AgentError, Result, STATUS_TIMEOUT
+from .qmp import QMP
+
+AGENT_PORT = "org.vsriov.agent"
+
+
+def tail(path, lines=40):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return f"({path} not readable)\n"
+
+
+class GuestBase:
+    """What every guest offers: run commands, and check them."""
+
+    name = "guest"
+
+    def run(self, cmd, timeout=60):
+        raise NotImplementedError
+
+    def check(self, cmd, timeout=60):
+        """Run cmd; it must exit 0.  Returns its stdout."""
+        res = self.run(cmd, timeout)
+        if res.status != 0:
+            raise AssertionError(str(res))
+        return res.stdout
+
+    def wait_until(self, cmd, timeout=60, interval=0.2):
+        """Poll cmd until it exits 0, with a deadline; returns the last Result."""
+        deadline = time.monotonic() + timeout
+        while True:
+            res = self.run(cmd, timeout=max(5, timeout))
+            if res.ok:
+                return res
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not true within {timeout} s: {res}")
+            time.sleep(interval)
+
+
+class Guest(GuestBase):
+    """A TCG guest run by our QEMU on this machine (Level 0)."""
+
+    def __init__(self, name, artifacts, *, qemu_args=(), memory="1G", smp=1,
+                 kernel=None, initrd=None, append="", netns=None, qemu=None,
+                 no_reboot=True, machine="q35"):
+        self.name = name
+        self.artifacts = artifacts
+        os.makedirs(artifacts, exist_ok=True)
+        self.qemu = qemu or paths.QEMU_BIN
+        self.qemu_args = list(qemu_args)
+        self.memory, self.smp, self.machine = memory, smp, machine
+        self.kernel = kernel or paths.guest("vmlinuz")
+        self.initrd = initrd or paths.guest("initramfs.gz")
+        self.append = append
+        self.netns = netns
+        self.no_reboot = no_reboot
+        # Unix socket paths must stay short; logs go to the artifacts folder.
+        self.sockdir = tempfile.mkdtemp(prefix=f"vsr-{name[:8]}-", dir="/tmp")
+        self.console_log = os.path.join(artifacts, f"{name}-console.log")
+        self.qemu_log = os.path.join(artifacts, f"{name}-qemu.log")
+        self.proc = None
+        self.qmp = None
+        self.agent = None
+
+    # -- life cycle ---------------------------------------------------------
+    def argv(self):
+        a = [self.qemu, "-accel", "tcg", "-M", self.machine, "-cpu", "max",
+             "-m", self.memory, "-smp", str(self.smp),
+             "-nodefaults", "-display", "none", "-vga", "none",
+             "-chardev", f"file,id=con,path={self.console_log}",
+             "-serial", "chardev:con",
+             "-chardev", f"socket,id=qmp,path={self.sockdir}/qmp.sock",
+             "-mon", "chardev=qmp,mode=control",
+             "-device", "virtio-serial-pci,id=vser0",
+             "-chardev", f"socket,id=agent,path={self.sockdir}/agent.sock",
+             "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT}",
+             "-kernel", self.kernel, "-initrd", self.initrd,
+             "-append", ("console=ttyS0 panic=-1 quiet loglevel=4 "
+                         f"vsriov.hostname={self.name} {self.append}").strip()]
+        if self.no_reboot:
+            a.append("-no-reboot")
+        a += self.qemu_args
+        if self.netns:
+            a = ["ip", "netns", "exec", self.netns] + a
+        return a
+
+    def _listen(self, name):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(os.path.join(self.sockdir, name))
+        s.listen(1)
+        return s
+
+    def _accept(self, lsock, what, deadline):
+        """Accept QEMU's connection; fail at once if QEMU exits first."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentError(f"[{self.name}] QEMU did not connect its {what} socket in time\n"
+                                 f"--- qemu log\n{tail(self.qemu_log)}")
+            r, _, _ = select.select([lsock], [], [], min(left, 0.5))
+            if r:
+                conn, _ = lsock.accept()
+                return conn
+            if self.proc.poll() is not None:
+                raise AgentError(f"[{self.name}] QEMU exited with {self.proc.returncode} "
+                                 f"before connecting {what}\n--- qemu log\n{tail(self.qemu_log)}")
+
+    def start(self, boot_timeout=180):
+        qmp_l = self._listen("qmp.sock")
+        agent_l = self._listen("agent.sock")
+        argv = self.argv()
+        with open(self.qemu_log, "w") as log:
+            log.write("# " + " ".join(shlex.quote(x) for x in argv) + "\n")
+            log.flush()
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 60
+            self.qmp = QMP(self._accept(qmp_l, "QMP", deadline), self.name)
+            self.agent = AgentConnection(self._accept(agent_l, "agent", deadline), self.name)
+            self.qmp.handshake()
+            self.wait_agent(boot_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            qmp_l.close()
+            agent_l.close()
+        return self
+
+    def wait_agent(self, timeout):
+        try:
+            return self.agent.wait_ready(timeout)
+        except AgentError as e:
+            raise AgentError(f"{e}\n--- console\n{tail(self.console_log)}"
+                             f"--- qemu log\n{tail(self.qemu_log)}") from None
+
+    def stop(self, timeout=30):
+        if self.proc and self.proc.poll() is None:
+            if self.qmp:
+                try:
+                    self.qmp.execute("quit", timeout=10)
+                except Exception:
+                    pass
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for c in (self.qmp, self.agent):
+            if c:
+                c.close()
+        shutil.rmtree(self.sockdir, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # -- use ----------------------------------------------------------------
+    def run(self, cmd, timeout=60):
+        if self.proc.poll() is not None:
+            raise AgentError(f"[{self.name}] QEMU has exited ({self.proc.returncode})\n"
+                             f"--- console\n{tail(self.console_log)}")
+        return self.agent.run(cmd, timeout)
+
+
+class L1Host(Guest):
+    """The emulated host (Level 1): Debian trixie rootfs with OVS, vdpa_sim,
+    netdevsim and our QEMU (over 9p from Level 0's cache)."""
+
+    def __init__(self, name, artifacts, *, scratch=None, memory="6G", smp=2, qemu_args=(),
+                 **kw):
+        self.scratch = scratch or os.path.join(artifacts, f"{name}-scratch")
+        os.makedirs(self.scratch, exist_ok=True)
+        args = [
+            "-drive", f"file={paths.guest('l1root.ext4')},if=virtio,format=raw,snapshot=on",
+            "-virtfs", f"local,path={paths.CACHE},mount_tag=vsriov,security_model=none,readonly=on",
+            "-virtfs", f"local,path={paths.SRC},mount_tag=src,security_model=none,readonly=on",
+            "-virtfs", f"local,path={self.scratch},mount_tag=scratch,security_model=none",
+        ] + list(qemu_args)
+        super().__init__(name, artifacts, qemu_args=args, memory=memory, smp=smp,
+                         append="vsriov.root=/dev/vda", **kw)
+
+    def start_l2(self, name, qemu_args=(), memory="512M", boot_timeout=600, **kw):
+        return NestedGuest(self, name, qemu_args=qemu_args, memory=memory, **kw).start(
+            boot_timeout)
+
+
+class NestedGuest(GuestBase):
+    """A Level 2 guest: QEMU runs inside Level 1, and every command reaches
+    the Level 2 agent through `vsriov-agent run --connect` in Level 1."""
+
+    L1_QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
+    L1_AGENT = "/vsriov/guest/vsriov-agent"
+
+    def __init__(self, l1, name, *, qemu_args=(), memory="512M", smp=1, append="",
+                 prefix=""):
+        self.l1, self.name = l1, name
+        self.dir = f"/run/vsriov-{name}"
+        self.qemu_args = list(qemu_args)
+        self.memory, self.smp, self.append = memory, smp, append
+        self.prefix = prefix  # e.g. "ulimit -l unlimited;"
+        self.console_log = f"/scratch/{name}-console.log"
+
+    def argv(self):
+        a = [self.L1_QEMU, "-accel", "tcg", "-M", "q35", "-cpu", "max",
+             "-m", self.memory, "-smp", str(self.smp),
+             "-nodefaults", "-display", "none", "-vga", "none", "-no-reboot",
+             "-chardev", f"file,id=con,path={self.console_log}", "-serial", "chardev:con",
+             "-qmp", f"unix:{self.dir}/qmp.sock,server=on,wait=off",
+             "-device", "virtio-serial-pci,id=vser0",
+             "-chardev", f"socket,id=agent,path={self.dir}/agent.sock,server=on,wait=off",
+             "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT}",
+             "-kernel", "/vsriov/guest/vmlinuz", "-initrd", "/vsriov/guest/initramfs.gz",
+             "-append", f"console=ttyS0 panic=-1 quiet loglevel=4 vsriov.hostname={self.name} "
+                        f"{self.append}".strip()]
+        return a + self.qemu_args
+
+    def start(self, boot_timeout=600):
+        cmd = " ".join(shlex.quote(x) for x in self.argv())
+        self.l1.check(f"mkdir -p {self.dir} && {self.prefix} setsid {cmd} "
+                      f"> /scratch/{self.name}-qemu.log 2>&1 < /dev/null & echo $! > {self.dir}/pid")
+        res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
+                          f"--wait {boot_timeout} --timeout 30 -- true", timeout=boot_timeout + 60)
+        if not res.ok:
+            qlog = tail(os.path.join(self.l1.scratch, f"{self.name}-qemu.log"))
+            con = tail(os.path.join(self.l1.scratch, f"{self.name}-console.log"))
+            raise AgentError(f"[{self.name}] Level 2 guest did not come up: {res}\n"
+                             f"--- L2 qemu log\n{qlog}--- L2 console\n{con}")
+        return self
+
+    def run(self, cmd, timeout=60):
+        res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
+                          f"--timeout {timeout} -- {shlex.quote(cmd)}", timeout=timeout + 60)
+        status = STATUS_TIMEOUT if res.status == 124 else res.status
+        return Result(cmd, status, res.stdout, res.stderr, self.name)
+
+    def stop(self):
+        self.l1.run(f"kill $(cat {self.dir}/pid) 2>/dev/null; "
+                    f"while kill -0 $(cat {self.dir}/pid) 2>/dev/null; do sleep 0.1; done",
+                    timeout=60)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
