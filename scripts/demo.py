@@ -42,8 +42,8 @@ def main():
                 say(f"guest: echo 2 > sriov_numvfs created VF {i} at {vf}")
             vf_into_netns(g, pf, 0, "a", "10.10.0.1/24")
             vf_into_netns(g, pf, 1, "b", "10.10.0.2/24")
-            g.wait_until("ip -n a link show vf | grep -q LOWER_UP && "
-                         "ip -n b link show vf | grep -q LOWER_UP", timeout=30)
+            g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
+                         "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
             ping = g.check("ip netns exec a ping -c 5 -W 5 10.10.0.2", timeout=90)
             summary = [line for line in ping.splitlines() if "packet loss" in line or "min/avg" in line]
             say("guest: netns a (VF 0, 10.10.0.1) pinged netns b (VF 1, 10.10.0.2) "

@@ -20,7 +20,11 @@ import subprocess
 import sys
 
 BINARIES = ["/usr/sbin/ip", "/usr/sbin/vdpa", "/usr/sbin/devlink", "/usr/sbin/bridge",
-            "/usr/sbin/tc"]
+            "/usr/sbin/tc", "/usr/bin/bash"]
+# Debian's busybox-static runs its own applets before searching PATH
+# (FEATURE_PREFER_APPLETS), so its ash would run busybox's ip instead of
+# iproute2's: /bin/sh is bash, which searches PATH.
+SHELL = "/usr/bin/bash"
 
 
 class Cpio:
@@ -153,7 +157,7 @@ def main():
     with open(f"{a.root}/usr/bin/busybox", "rb") as f:
         c.file("bin/busybox", f.read(), 0o755)
     applets = subprocess.check_output([f"{a.root}/usr/bin/busybox", "--list-full"], text=True)
-    ours = {os.path.basename(b) for b in BINARIES}
+    ours = {os.path.basename(b) for b in BINARIES} | {"sh"}
     for ap_path in applets.split():
         if os.path.basename(ap_path) not in ours:  # iproute2's, not busybox's
             c.symlink(ap_path, "/bin/busybox")
@@ -162,6 +166,7 @@ def main():
             c.file(b, f.read(), 0o755)
     for lib in library_closure(a.root, BINARIES):
         add_host_file(c, a.root, lib)
+    c.symlink("bin/sh", SHELL)
     with open(a.agent, "rb") as f:
         c.file("bin/vsriov-agent", f.read(), 0o755)
     with open(a.init, "rb") as f:

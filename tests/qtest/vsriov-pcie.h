@@ -14,6 +14,7 @@
 
 #include "libqtest.h"
 #include "hw/pci/pci_regs.h"
+#include "libqos/pci.h"
 
 #define VSRIOV_ECAM_BASE 0xb0000000ULL
 #define VSRIOV_MCH_PCIEXBAR 0x60
@@ -78,9 +79,9 @@ static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts, int root_slo
     qtest_outl(qts, 0xcfc, (uint32_t)VSRIOV_ECAM_BASE | 1);
     g_assert_cmphex(vsriov_cfg_readw(p, 0, 0, PCI_VENDOR_ID), ==, 0x8086);
 
-    vsriov_cfg_writeb(p, 0, PCI_DEVFN(root_slot, 0), PCI_PRIMARY_BUS, 0);
-    vsriov_cfg_writeb(p, 0, PCI_DEVFN(root_slot, 0), PCI_SECONDARY_BUS, 1);
-    vsriov_cfg_writeb(p, 0, PCI_DEVFN(root_slot, 0), PCI_SUBORDINATE_BUS, 1);
+    vsriov_cfg_writeb(p, 0, QPCI_DEVFN(root_slot, 0), PCI_PRIMARY_BUS, 0);
+    vsriov_cfg_writeb(p, 0, QPCI_DEVFN(root_slot, 0), PCI_SECONDARY_BUS, 1);
+    vsriov_cfg_writeb(p, 0, QPCI_DEVFN(root_slot, 0), PCI_SUBORDINATE_BUS, 1);
 }
 
 /* Offset of a standard capability, or 0. */

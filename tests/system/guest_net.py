@@ -23,5 +23,5 @@ def enable_vfs(guest, pf, n, timeout=60):
 def vf_into_netns(guest, pf, index, ns, ip):
     dev = vf_netdev(pf, index)
     guest.check(f"ip netns add {ns} && d={dev} && ip link set $d netns {ns} && "
-                f"ip -n {ns} link set $d name vf && ip -n {ns} addr add {ip} dev vf && "
-                f"ip -n {ns} link set vf up && ip -n {ns} link set lo up")
+                f"ip -n {ns} link set $d name pod0 && ip -n {ns} addr add {ip} dev pod0 && "
+                f"ip -n {ns} link set pod0 up && ip -n {ns} link set lo up")

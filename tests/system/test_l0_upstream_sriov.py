@@ -44,8 +44,8 @@ def test_vfs_ping_through_host_bridge(netns, guest_factory):
 
     vf_into_netns(g, pf, 0, "a", "10.10.0.1/24")
     vf_into_netns(g, pf, 1, "b", "10.10.0.2/24")
-    g.wait_until("ip -n a link show vf | grep -q LOWER_UP && "
-                 "ip -n b link show vf | grep -q LOWER_UP", timeout=30)
+    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
+                 "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
     out = g.check("ip netns exec a ping -c 3 -W 5 10.10.0.2", timeout=60)
     assert " 0% packet loss" in out
 

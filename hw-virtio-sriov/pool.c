@@ -1,0 +1,239 @@
+/*
+ * vsriov-pool: network backends for the VFs of virtual SR-IOV PFs
+ *
+ * The static provider: the pool lists -netdev ids, and a virtual PF claims
+ * one per VF when it is realized.  Backends are looked up at claim time,
+ * not when the pool is created, because -object is processed before
+ * -netdev.  A backend goes back to the pool when its VF goes away.
+ *
+ *   -netdev tap,id=vf0,... -netdev vhost-vdpa,id=vf1,vhostdev=...
+ *   -object vsriov-pool,id=p0,netdevs.0=vf0,netdevs.1=vf1
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "qapi/qapi-visit-common.h"
+#include "qapi/qapi-builtin-visit.h"
+#include "qom/object_interfaces.h"
+#include "net/net.h"
+#include "vsriov.h"
+#include "trace.h"
+
+static VsriovPoolList pools = QTAILQ_HEAD_INITIALIZER(pools);
+
+VsriovPoolList *vsriov_pool_list(void)
+{
+    return &pools;
+}
+
+static VsriovPoolEntry *pool_entry(VsriovPool *pool, guint i)
+{
+    return &g_array_index(pool->entries, VsriovPoolEntry, i);
+}
+
+static void pool_clear_entries(VsriovPool *pool)
+{
+    for (guint i = 0; i < pool->entries->len; i++) {
+        g_free(pool_entry(pool, i)->netdev);
+        g_free(pool_entry(pool, i)->owner);
+    }
+    g_array_set_size(pool->entries, 0);
+}
+
+/* A backend can be handed out if it exists and no NIC is attached to it. */
+static NetClientState *pool_usable_backend(const char *id)
+{
+    NetClientState *nc = qemu_find_netdev(id);
+
+    return nc && !nc->peer ? nc : NULL;
+}
+
+static unsigned pool_available(VsriovPool *pool)
+{
+    unsigned n = 0;
+
+    for (guint i = 0; i < pool->entries->len; i++) {
+        VsriovPoolEntry *e = pool_entry(pool, i);
+
+        if (!e->owner && pool_usable_backend(e->netdev)) {
+            n++;
+        }
+    }
+    return n;
+}
+
+static NetClientState *pool_claim(VsriovPool *pool, const char *owner,
+                                  Error **errp)
+{
+    const char *id = object_get_canonical_path_component(OBJECT(pool));
+
+    for (guint i = 0; i < pool->entries->len; i++) {
+        VsriovPoolEntry *e = pool_entry(pool, i);
+        NetClientState *nc;
+
+        if (e->owner) {
+            continue;
+        }
+        nc = pool_usable_backend(e->netdev);
+        if (!nc) {
+            continue;
+        }
+        e->owner = g_strdup(owner);
+        trace_vsriov_pool_claim(id, e->netdev, owner);
+        return nc;
+    }
+    error_setg(errp, "vsriov-pool '%s' has no free backend left for %s",
+               id, owner);
+    return NULL;
+}
+
+static void pool_release(VsriovPool *pool, NetClientState *nc)
+{
+    for (guint i = 0; i < pool->entries->len; i++) {
+        VsriovPoolEntry *e = pool_entry(pool, i);
+
+        if (e->owner && !strcmp(e->netdev, nc->name)) {
+            trace_vsriov_pool_release(
+                object_get_canonical_path_component(OBJECT(pool)),
+                e->netdev, e->owner);
+            g_free(e->owner);
+            e->owner = NULL;
+            return;
+        }
+    }
+}
+
+static void pool_get_netdevs(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+    strList *list = NULL, **tail = &list;
+
+    for (guint i = 0; i < pool->entries->len; i++) {
+        QAPI_LIST_APPEND(tail, g_strdup(pool_entry(pool, i)->netdev));
+    }
+    visit_type_strList(v, name, &list, errp);
+    qapi_free_strList(list);
+}
+
+static void pool_set_netdevs(Object *obj, Visitor *v, const char *name,
+                             void *opaque, Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+    g_autoptr(strList) list = NULL;
+
+    if (!visit_type_strList(v, name, &list, errp)) {
+        return;
+    }
+    for (strList *a = list; a; a = a->next) {
+        if (!*a->value) {
+            error_setg(errp, "vsriov-pool: empty netdev id in 'netdevs'");
+            return;
+        }
+        for (strList *b = a->next; b; b = b->next) {
+            if (!strcmp(a->value, b->value)) {
+                error_setg(errp, "vsriov-pool: netdev '%s' is listed twice",
+                           a->value);
+                return;
+            }
+        }
+    }
+    pool_clear_entries(pool);
+    for (strList *a = list; a; a = a->next) {
+        VsriovPoolEntry e = { .netdev = g_strdup(a->value) };
+
+        g_array_append_val(pool->entries, e);
+    }
+}
+
+static void pool_complete(UserCreatable *uc, Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(uc);
+
+    if (!pool->entries->len) {
+        error_setg(errp, "vsriov-pool '%s' needs at least one backend "
+                   "in 'netdevs'",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        return;
+    }
+    QTAILQ_INSERT_TAIL(&pools, pool, next);
+}
+
+/* A pool whose backends are held by VFs must stay until they are gone. */
+static bool pool_can_be_deleted(UserCreatable *uc)
+{
+    VsriovPool *pool = VSRIOV_POOL(uc);
+
+    for (guint i = 0; i < pool->entries->len; i++) {
+        if (pool_entry(pool, i)->owner) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void pool_instance_init(Object *obj)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+
+    pool->entries = g_array_new(false, true, sizeof(VsriovPoolEntry));
+}
+
+static void pool_instance_finalize(Object *obj)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+    VsriovPool *p;
+
+    QTAILQ_FOREACH(p, &pools, next) {
+        if (p == pool) {
+            QTAILQ_REMOVE(&pools, pool, next);
+            break;
+        }
+    }
+    pool_clear_entries(pool);
+    g_array_free(pool->entries, true);
+}
+
+static void pool_class_init(ObjectClass *oc, const void *data)
+{
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
+    VsriovPoolClass *pc = VSRIOV_POOL_CLASS(oc);
+
+    ucc->complete = pool_complete;
+    ucc->can_be_deleted = pool_can_be_deleted;
+    pc->available = pool_available;
+    pc->claim = pool_claim;
+    pc->release = pool_release;
+
+    object_class_property_add(oc, "netdevs", "strList",
+                              pool_get_netdevs, pool_set_netdevs,
+                              NULL, NULL);
+    object_class_property_set_description(oc, "netdevs",
+        "ids of -netdev backends, one per VF");
+}
+
+static const TypeInfo pool_info = {
+    .name = TYPE_VSRIOV_POOL,
+    .parent = TYPE_OBJECT,
+    .instance_size = sizeof(VsriovPool),
+    .instance_init = pool_instance_init,
+    .instance_finalize = pool_instance_finalize,
+    .class_size = sizeof(VsriovPoolClass),
+    .class_init = pool_class_init,
+    .interfaces = (const InterfaceInfo[]) {
+        { TYPE_USER_CREATABLE },
+        { }
+    },
+};
+
+static void vsriov_pool_register_types(void)
+{
+    type_register_static(&pool_info);
+}
+
+type_init(vsriov_pool_register_types);

@@ -1,0 +1,87 @@
+/*
+ * vsriov: guest-controlled SR-IOV for virtio-net
+ *
+ * A virtio-net-pci device with sriov-pool=<pool> is a virtual SR-IOV
+ * physical function (vPF).  Its VFs are virtio-net functions created by
+ * this code, one per backend taken from a vsriov-pool object, and set up
+ * through hw/pci/pcie_sriov.c; the guest enables them with NumVFs and VF
+ * Enable like on any SR-IOV NIC.
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_VIRTIO_SRIOV_VSRIOV_H
+#define HW_VIRTIO_SRIOV_VSRIOV_H
+
+#include "qom/object.h"
+#include "hw/pci/pci_device.h"
+#include "net/net.h"
+
+#define TYPE_VSRIOV_POOL "vsriov-pool"
+OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
+
+/*
+ * A pool hands out network backends, one per VF.  The static provider
+ * (this file's vsriov-pool) takes them from -netdev ids; a provider that
+ * asks a host daemon is a subclass that implements the same methods.
+ */
+struct VsriovPoolClass {
+    ObjectClass parent_class;
+
+    /* Backends the pool could hand out now. */
+    unsigned (*available)(VsriovPool *pool);
+    /*
+     * Claim one backend for @owner (a QOM path, for introspection).
+     * Returns the backend, or NULL with @errp set.
+     */
+    NetClientState *(*claim)(VsriovPool *pool, const char *owner,
+                             Error **errp);
+    /* Return a backend claimed before. */
+    void (*release)(VsriovPool *pool, NetClientState *nc);
+};
+
+typedef struct VsriovPoolEntry {
+    char *netdev;       /* -netdev id */
+    char *owner;        /* QOM path of the VF holding it, or NULL */
+} VsriovPoolEntry;
+
+struct VsriovPool {
+    Object parent_obj;
+
+    GArray *entries;    /* of VsriovPoolEntry */
+    QTAILQ_ENTRY(VsriovPool) next;
+};
+
+/* State of one virtual PF, embedded in VirtIONetPCI. */
+typedef struct VsriovPF {
+    /* properties */
+    VsriovPool *pool;
+    uint16_t total_vfs;     /* 0: as many as the pool has free */
+
+    /* runtime */
+    PCIDevice *pf;
+    PCIDevice **vfs;
+    NetClientState **backends;
+    uint16_t num_vfs;       /* VFs created (TotalVFs) */
+    uint16_t enabled_vfs;   /* VFs enabled, as last reported */
+    uint16_t sriov_cap;
+    Error *migration_blocker;
+    PCIConfigWriteFunc *parent_config_write;
+    QTAILQ_ENTRY(VsriovPF) next;
+} VsriovPF;
+
+/* Hooks called by virtio-net-pci (qemu-patches/0005). */
+bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
+                       Error **errp);
+void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
+
+/* For the QMP/HMP introspection in qmp.c. */
+typedef QTAILQ_HEAD(, VsriovPF) VsriovPFList;
+typedef QTAILQ_HEAD(, VsriovPool) VsriovPoolList;
+VsriovPFList *vsriov_pf_list(void);
+VsriovPoolList *vsriov_pool_list(void);
+uint16_t vsriov_pf_enabled_vfs(VsriovPF *vpf);
+
+#endif /* HW_VIRTIO_SRIOV_VSRIOV_H */
