@@ -7,7 +7,7 @@
  * -netdev.  A backend goes back to the pool when its VF goes away.
  *
  *   -netdev tap,id=vf0,... -netdev vhost-vdpa,id=vf1,vhostdev=...
- *   -object vsriov-pool,id=p0,netdevs.0=vf0,netdevs.1=vf1
+ *   -object vsriov-pool,id=p0,netdevs=vf0,netdevs=vf1
  *
  * Copyright (c) 2026 vsriov contributors
  *

@@ -242,8 +242,9 @@ class NestedGuest(GuestBase):
 
     def start(self, boot_timeout=600):
         cmd = " ".join(shlex.quote(x) for x in self.argv())
-        self.l1.check(f"mkdir -p {self.dir} && {self.prefix} setsid {cmd} "
-                      f"> /scratch/{self.name}-qemu.log 2>&1 < /dev/null & echo $! > {self.dir}/pid")
+        self.l1.check(f"mkdir -p {self.dir} && {{ {self.prefix} setsid {cmd} "
+                      f"> /scratch/{self.name}-qemu.log 2>&1 < /dev/null & "
+                      f"echo $! > {self.dir}/pid; }}")
         res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
                           f"--wait {boot_timeout} --timeout 30 -- true", timeout=boot_timeout + 60)
         if not res.ok:

@@ -1,0 +1,137 @@
+/*
+ * vsriov introspection: query-vsriov, query-vsriov-pools, "info vsriov"
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-vsriov.h"
+#include "qapi/qapi-types-net.h"
+#include "qobject/qdict.h"
+#include "monitor/hmp.h"
+#include "monitor/monitor.h"
+#include "hw/pci/pcie_sriov.h"
+#include "hw/qdev-properties.h"
+#include "net/net.h"
+#include "vsriov.h"
+
+static const char *backend_type(NetClientState *nc)
+{
+    return nc ? NetClientDriver_str(nc->info->type) : "missing";
+}
+
+static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
+{
+    PCIDevice *vf = vpf->vfs[i];
+    NetClientState *nc = vpf->backends[i];
+    VsriovVFInfo *info = g_new0(VsriovVFInfo, 1);
+    MACAddr mac = {};
+
+    info->index = i;
+    info->qom_path = object_get_canonical_path(OBJECT(vf));
+    info->bus = pci_dev_bus_num(vf);
+    info->devfn = vf->devfn;
+    if (nc->peer && nc->peer->info->type == NET_CLIENT_DRIVER_NIC) {
+        mac = qemu_get_nic(nc->peer)->conf->macaddr;
+    }
+    info->mac = qemu_mac_strdup_printf(mac.a);
+    info->netdev = g_strdup(nc->name);
+    info->backend = g_strdup(backend_type(nc));
+    info->state = i < enabled ? VSRIOV_VF_STATE_ENABLED
+                              : VSRIOV_VF_STATE_DISABLED;
+    return info;
+}
+
+VsriovPFInfoList *qmp_query_vsriov(Error **errp)
+{
+    VsriovPFInfoList *head = NULL, **tail = &head;
+    VsriovPF *vpf;
+
+    QTAILQ_FOREACH(vpf, vsriov_pf_list(), next) {
+        VsriovPFInfo *info = g_new0(VsriovPFInfo, 1);
+        VsriovVFInfoList **vtail = &info->vfs;
+        uint8_t *cap = vpf->pf->config + vpf->sriov_cap;
+        uint16_t enabled = vsriov_pf_enabled_vfs(vpf);
+
+        info->id = g_strdup(DEVICE(vpf->pf)->id);
+        info->qom_path = object_get_canonical_path(OBJECT(vpf->pf));
+        info->pool = g_strdup(
+            object_get_canonical_path_component(OBJECT(vpf->pool)));
+        info->total_vfs = pci_get_word(cap + PCI_SRIOV_TOTAL_VF);
+        info->num_vfs = pci_get_word(cap + PCI_SRIOV_NUM_VF);
+        info->vf_enable = pci_get_word(cap + PCI_SRIOV_CTRL) &
+                          PCI_SRIOV_CTRL_VFE;
+        for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+            QAPI_LIST_APPEND(vtail, vf_info(vpf, i, enabled));
+        }
+        QAPI_LIST_APPEND(tail, info);
+    }
+    return head;
+}
+
+VsriovPoolInfoList *qmp_query_vsriov_pools(Error **errp)
+{
+    VsriovPoolInfoList *head = NULL, **tail = &head;
+    VsriovPool *pool;
+
+    QTAILQ_FOREACH(pool, vsriov_pool_list(), next) {
+        VsriovPoolInfo *info = g_new0(VsriovPoolInfo, 1);
+        VsriovPoolEntryInfoList **etail = &info->entries;
+
+        info->id = g_strdup(object_get_canonical_path_component(OBJECT(pool)));
+        info->free = VSRIOV_POOL_GET_CLASS(pool)->available(pool);
+        for (guint i = 0; i < pool->entries->len; i++) {
+            VsriovPoolEntry *e = &g_array_index(pool->entries,
+                                                VsriovPoolEntry, i);
+            VsriovPoolEntryInfo *ei = g_new0(VsriovPoolEntryInfo, 1);
+
+            ei->netdev = g_strdup(e->netdev);
+            ei->backend = g_strdup(backend_type(qemu_find_netdev(e->netdev)));
+            ei->claimed_by = g_strdup(e->owner);
+            QAPI_LIST_APPEND(etail, ei);
+        }
+        QAPI_LIST_APPEND(tail, info);
+    }
+    return head;
+}
+
+void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
+{
+    g_autoptr(VsriovPFInfoList) pfs = qmp_query_vsriov(NULL);
+    g_autoptr(VsriovPoolInfoList) pools = qmp_query_vsriov_pools(NULL);
+
+    if (!pfs && !pools) {
+        monitor_printf(mon, "no virtual SR-IOV PF and no vsriov-pool\n");
+        return;
+    }
+    for (VsriovPFInfoList *p = pfs; p; p = p->next) {
+        VsriovPFInfo *pf = p->value;
+
+        monitor_printf(mon, "PF %s (%s): pool %s, TotalVFs %u, NumVFs %u, "
+                       "VF Enable %s\n", pf->id, pf->qom_path, pf->pool,
+                       pf->total_vfs, pf->num_vfs,
+                       pf->vf_enable ? "on" : "off");
+        for (VsriovVFInfoList *v = pf->vfs; v; v = v->next) {
+            VsriovVFInfo *vf = v->value;
+
+            monitor_printf(mon, "  VF %u: %02x:%02x.%u mac %s netdev %s (%s) "
+                           "%s\n", vf->index, vf->bus, PCI_SLOT(vf->devfn),
+                           PCI_FUNC(vf->devfn), vf->mac, vf->netdev,
+                           vf->backend, VsriovVFState_str(vf->state));
+        }
+    }
+    for (VsriovPoolInfoList *p = pools; p; p = p->next) {
+        VsriovPoolInfo *pool = p->value;
+
+        monitor_printf(mon, "pool %s: %u free\n", pool->id, pool->free);
+        for (VsriovPoolEntryInfoList *e = pool->entries; e; e = e->next) {
+            monitor_printf(mon, "  %s (%s)%s%s\n", e->value->netdev,
+                           e->value->backend,
+                           e->value->claimed_by ? " claimed by " : " free",
+                           e->value->claimed_by ?: "");
+        }
+    }
+}
