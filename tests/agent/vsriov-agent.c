@@ -9,11 +9,12 @@
  *       READY on it and run the commands the host sends, one at a time.  Meant
  *       to be PID 1 of a test guest, so it also reaps orphans.
  *
- *   vsriov-agent run --connect SOCKET [--wait SECONDS] [--timeout SECONDS] -- CMD
+ *   vsriov-agent run --connect SOCKET [--wait SECONDS] [--pid PID]
+ *                    [--timeout SECONDS] -- CMD
  *       Connect to a QEMU chardev socket behind which an agent serves (the
  *       Level 2 guest, seen from Level 1), wait up to --wait seconds for it to
- *       answer, run CMD there, copy its output to ours and exit with its
- *       status.
+ *       answer (and give up at once if process PID, its QEMU, exits), run CMD
+ *       there, copy its output to ours and exit with its status.
  *
  * The wire format is in tests/agent/PROTOCOL.md; tests/harness/agent.py is
  * the host end.  Every frame starts with a magic so that a reader that
@@ -433,10 +434,17 @@ static int connect_unix(const char *path)
 	return fd;
 }
 
-/* Connect and get a PONG for a fresh nonce, retrying until the deadline. */
-static int client_connect(const char *path, double deadline, uint32_t *next_id)
+/*
+ * Connect and get a PONG for a fresh nonce, retrying until the deadline, or
+ * until process qemu_pid (when not 0) has gone.
+ */
+static int client_connect(const char *path, double deadline, uint32_t *next_id,
+			  pid_t qemu_pid)
 {
 	for (;;) {
+		if (qemu_pid && kill(qemu_pid, 0) < 0 && errno == ESRCH)
+			die("QEMU (pid %d) exited before its guest's agent answered on %s",
+			    (int)qemu_pid, path);
 		int fd = connect_unix(path);
 
 		if (fd >= 0) {
@@ -464,10 +472,11 @@ static int client_connect(const char *path, double deadline, uint32_t *next_id)
 	}
 }
 
-static int client_run(const char *path, double wait_s, double timeout_s, const char *cmd)
+static int client_run(const char *path, double wait_s, pid_t qemu_pid, double timeout_s,
+		      const char *cmd)
 {
 	uint32_t next_id = (uint32_t)getpid() << 8;
-	int fd = client_connect(path, now_s() + wait_s, &next_id);
+	int fd = client_connect(path, now_s() + wait_s, &next_id, qemu_pid);
 	uint32_t id = next_id++, timeout_ms = (uint32_t)(timeout_s * 1000);
 	struct buf parts[2] = {
 		{ .data = (char *)&timeout_ms, .len = 4 },
@@ -507,7 +516,7 @@ static int client_run(const char *path, double wait_s, double timeout_s, const c
 static void usage(void)
 {
 	fputs("usage: vsriov-agent serve [--port-name NAME]\n"
-	      "       vsriov-agent run --connect SOCKET [--wait S] [--timeout S] -- CMD\n",
+	      "       vsriov-agent run --connect SOCKET [--wait S] [--pid PID] [--timeout S] -- CMD\n",
 	      stderr);
 	exit(2);
 }
@@ -516,6 +525,7 @@ int main(int argc, char **argv)
 {
 	const char *port = "org.vsriov.agent", *sock = NULL;
 	double wait_s = 0, timeout_s = 600;
+	pid_t qemu_pid = 0;
 	int i;
 
 	if (argc < 2)
@@ -530,6 +540,8 @@ int main(int argc, char **argv)
 			sock = argv[++i];
 		} else if (!strcmp(argv[i], "--wait") && i + 1 < argc) {
 			wait_s = atof(argv[++i]);
+		} else if (!strcmp(argv[i], "--pid") && i + 1 < argc) {
+			qemu_pid = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
 			timeout_s = atof(argv[++i]);
 		} else {
@@ -548,7 +560,7 @@ int main(int argc, char **argv)
 				buf_append(&cmd, " ", 1, AGENT_MAX_PAYLOAD);
 		}
 		buf_append(&cmd, "", 1, AGENT_MAX_PAYLOAD);
-		return client_run(sock, wait_s, timeout_s, cmd.data);
+		return client_run(sock, wait_s, qemu_pid, timeout_s, cmd.data);
 	}
 	usage();
 	return 2;

@@ -246,7 +246,8 @@ class NestedGuest(GuestBase):
                       f"> /scratch/{self.name}-qemu.log 2>&1 < /dev/null & "
                       f"echo $! > {self.dir}/pid; }}")
         res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
-                          f"--wait {boot_timeout} --timeout 30 -- true", timeout=boot_timeout + 60)
+                          f"--wait {boot_timeout} --pid $(cat {self.dir}/pid) --timeout 30 -- true",
+                          timeout=boot_timeout + 60)
         if not res.ok:
             qlog = tail(os.path.join(self.l1.scratch, f"{self.name}-qemu.log"))
             con = tail(os.path.join(self.l1.scratch, f"{self.name}-console.log"))

@@ -61,26 +61,60 @@ def test_netdevsim_switchdev_and_ovs(l1host):
         assert r in dp, f"{r} not in the kernel datapath:\n{dp}"
 
 
-def test_l2_guest_on_vhost_vdpa_passes_packets(l1host):
-    """A Level 2 guest whose NIC is a vhost-vdpa device on vdpa_sim_net.
-    The simulator loops a device's TX back to its RX, so frames the guest
-    sends come back to it: rx counters prove the data path."""
-    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net")
-    l1host.check("vdpa dev add mgmtdev vdpasim_net name vdpa1 mac 52:54:00:00:00:20 "
+def add_vdpa(l1host, name, mac):
+    """A vdpa_sim_net device (no control queue) and its /dev/vhost-vdpa-N."""
+    l1host.check(f"vdpa dev add mgmtdev vdpasim_net name {name} mac {mac} "
                  "device_features 0x308010028")
-    dev = l1host.wait_until("ls /sys/bus/vdpa/devices/vdpa1/ | grep vhost-vdpa-",
-                            timeout=30).stdout.split()[0]
+    return l1host.wait_until(f"ls /sys/bus/vdpa/devices/{name}/ | grep vhost-vdpa-",
+                             timeout=30).stdout.split()[0]
+
+
+def loopback_counts(guest, dev, ip):
+    """vdpa_sim_net loops a device's TX back to its RX: frames the guest
+    sends come back to it, so its rx counter proves the data path."""
+    guest.check(f"ip link set {dev} up && ip addr add {ip} dev {dev}")
+    guest.wait_until(f"grep -qx 1 /sys/class/net/{dev}/carrier", timeout=60)
+    guest.run(f"arping -c 3 -w 10 -I {dev} 10.99.99.99", timeout=60)
+    rx = int(guest.check(f"cat /sys/class/net/{dev}/statistics/rx_packets"))
+    tx = int(guest.check(f"cat /sys/class/net/{dev}/statistics/tx_packets"))
+    return tx, rx
+
+
+def test_l2_guest_on_vhost_vdpa_and_vpf(l1host):
+    """A Level 2 guest whose NIC is a vhost-vdpa device on vdpa_sim_net, and
+    whose virtual PF takes its VFs from a pool of two more vhost-vdpa
+    devices: the paper's data path, with vdpa_sim_net as the host NIC."""
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net")
+    nic = add_vdpa(l1host, "vdpa1", "52:54:00:00:00:20")
+    vf0 = add_vdpa(l1host, "vdpa2", "52:54:00:00:00:30")
+    vf1 = add_vdpa(l1host, "vdpa3", "52:54:00:00:00:31")
     # vdpa_sim maps only shared, file-backed guest memory (use_va mode).
     args = ["-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
             "-machine", "memory-backend=mem0",
-            "-netdev", f"vhost-vdpa,vhostdev=/dev/{dev},id=v0",
-            "-device", "virtio-net-pci,netdev=v0,mac=52:54:00:00:00:20,romfile="]
+            "-netdev", f"vhost-vdpa,vhostdev=/dev/{nic},id=v0",
+            "-device", "virtio-net-pci,netdev=v0,mac=52:54:00:00:00:20,romfile=",
+            "-netdev", f"vhost-vdpa,vhostdev=/dev/{vf0},id=vf0",
+            "-netdev", f"vhost-vdpa,vhostdev=/dev/{vf1},id=vf1",
+            "-object", "vsriov-pool,id=p0,netdevs=vf0,netdevs=vf1",
+            "-device", "pcie-root-port,id=rp0,chassis=1",
+            "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,romfile="]
     with l1host.start_l2("l2", qemu_args=args, boot_timeout=900) as l2:
         assert l2.check("uname -r").strip().startswith("6.12.")
-        n = l2.check("ls /sys/class/net | grep -v lo | head -1").strip()
-        l2.check(f"ip link set {n} up && ip addr add 10.99.0.1/24 dev {n}")
-        l2.wait_until(f"cat /sys/class/net/{n}/carrier | grep -qx 1", timeout=60)
-        l2.run(f"arping -c 3 -w 10 -I {n} 10.99.0.2", timeout=60)
-        rx = int(l2.check(f"cat /sys/class/net/{n}/statistics/rx_packets"))
-        tx = int(l2.check(f"cat /sys/class/net/{n}/statistics/tx_packets"))
-        assert tx >= 3 and rx >= 3, f"tx={tx} rx={rx}"
+        n = l2.check("basename $(ls -d /sys/bus/pci/devices/0000:00:*/virtio*/net/* | head -1)"
+                     ).strip()
+        tx, rx = loopback_counts(l2, n, "10.99.0.1/24")
+        assert tx >= 3 and rx >= 3, f"plain vhost-vdpa NIC: tx={tx} rx={rx}"
+
+        pf = "0000:01:00.0"
+        assert l2.check(f"cat /sys/bus/pci/devices/{pf}/sriov_totalvfs").strip() == "2"
+        l2.check(f"echo 2 > /sys/bus/pci/devices/{pf}/sriov_numvfs")
+        l2.wait_until(f"ls /sys/bus/pci/devices/{pf}/virtfn1/virtio*/net/ | grep -q .",
+                      timeout=120)
+        for i in range(2):
+            dev = l2.check(f"ls /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/net/").strip()
+            tx, rx = loopback_counts(l2, dev, f"10.99.{i + 1}.1/24")
+            assert tx >= 3 and rx >= 3, f"VF {i} on vhost-vdpa: tx={tx} rx={rx}"
+        # The simulator counted the VFs' traffic on the Level 1 side too.
+        for name in ("vdpa2", "vdpa3"):
+            stats = l1host.check(f"vdpa dev vstats show {name} qidx 0")
+            assert "received_desc" in stats, stats

@@ -110,3 +110,14 @@ def test_c_agent_usage_error():
     p = subprocess.run([agent_binary(), "bogus"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "usage:" in p.stderr
+
+
+def test_c_client_gives_up_when_qemu_pid_is_gone():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([paths.agent_binary(), "run", "--connect", os.path.join(d, "none"),
+                            "--wait", "60", "--pid", str(dead.pid), "--", "true"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 125
+        assert "exited before its guest's agent answered" in p.stderr
