@@ -83,6 +83,7 @@ class Guest(GuestBase):
         self.proc = None
         self.qmp = None
         self.agent = None
+        self.agent_listener = None
 
     # -- life cycle ---------------------------------------------------------
     def argv(self):
@@ -94,7 +95,9 @@ class Guest(GuestBase):
              "-chardev", f"socket,id=qmp,path={self.sockdir}/qmp.sock",
              "-mon", "chardev=qmp,mode=control",
              "-device", "virtio-serial-pci,id=vser0",
-             "-chardev", f"socket,id=agent,path={self.sockdir}/agent.sock",
+             # The guest closing the port (a reboot) drops the connection;
+             # QEMU then connects again to the listener the harness keeps.
+             "-chardev", f"socket,id=agent,path={self.sockdir}/agent.sock,reconnect-ms=100",
              "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT}",
              "-kernel", self.kernel, "-initrd", self.initrd,
              "-append", ("console=ttyS0 panic=-1 quiet loglevel=4 "
@@ -129,7 +132,7 @@ class Guest(GuestBase):
 
     def start(self, boot_timeout=180):
         qmp_l = self._listen("qmp.sock")
-        agent_l = self._listen("agent.sock")
+        agent_l = self.agent_listener = self._listen("agent.sock")
         argv = self.argv()
         with open(self.qemu_log, "w") as log:
             log.write("# " + " ".join(shlex.quote(x) for x in argv) + "\n")
@@ -147,7 +150,6 @@ class Guest(GuestBase):
             raise
         finally:
             qmp_l.close()
-            agent_l.close()
         return self
 
     def wait_agent(self, timeout):
@@ -169,7 +171,7 @@ class Guest(GuestBase):
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
-        for c in (self.qmp, self.agent):
+        for c in (self.qmp, self.agent, self.agent_listener):
             if c:
                 c.close()
         shutil.rmtree(self.sockdir, ignore_errors=True)
@@ -179,6 +181,22 @@ class Guest(GuestBase):
 
     def __exit__(self, *exc):
         self.stop()
+
+    def reset(self, boot_timeout=180):
+        """system_reset, then wait for the agent of the new boot (on the
+        same connection, or on the one QEMU makes again when the old guest's
+        close of the port dropped it)."""
+        self.qmp.execute("system_reset")
+        deadline = time.monotonic() + boot_timeout
+        while True:
+            try:
+                return self.wait_agent(max(1, deadline - time.monotonic()))
+            except AgentError:
+                if time.monotonic() > deadline:
+                    raise
+            self.agent.close()
+            self.agent = AgentConnection(
+                self._accept(self.agent_listener, "agent", deadline), self.name)
 
     # -- use ----------------------------------------------------------------
     def run(self, cmd, timeout=60):

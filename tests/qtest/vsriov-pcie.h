@@ -33,17 +33,20 @@ static inline uint64_t vsriov_ecam(int bus, int devfn, int off)
     return VSRIOV_ECAM_BASE + ((uint64_t)bus << 20) + (devfn << 12) + off;
 }
 
-static inline uint8_t vsriov_cfg_readb(VsriovPcie *p, int bus, int devfn, int off)
+static inline uint8_t vsriov_cfg_readb(VsriovPcie *p, int bus, int devfn,
+                                       int off)
 {
     return qtest_readb(p->qts, vsriov_ecam(bus, devfn, off));
 }
 
-static inline uint16_t vsriov_cfg_readw(VsriovPcie *p, int bus, int devfn, int off)
+static inline uint16_t vsriov_cfg_readw(VsriovPcie *p, int bus, int devfn,
+                                        int off)
 {
     return qtest_readw(p->qts, vsriov_ecam(bus, devfn, off));
 }
 
-static inline uint32_t vsriov_cfg_readl(VsriovPcie *p, int bus, int devfn, int off)
+static inline uint32_t vsriov_cfg_readl(VsriovPcie *p, int bus, int devfn,
+                                        int off)
 {
     return qtest_readl(p->qts, vsriov_ecam(bus, devfn, off));
 }
@@ -70,7 +73,8 @@ static inline void vsriov_cfg_writel(VsriovPcie *p, int bus, int devfn, int off,
  * Enable ECAM at VSRIOV_ECAM_BASE (256 MiB, buses 0-255) through the MCH's
  * PCIEXBAR, then give the root port at 00:root_slot.0 secondary bus 1.
  */
-static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts, int root_slot)
+static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts,
+                                    int root_slot)
 {
     p->qts = qts;
     qtest_outl(qts, 0xcf8, vsriov_cf8(0, 0, VSRIOV_MCH_PCIEXBAR + 4));
@@ -85,7 +89,8 @@ static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts, int root_slo
 }
 
 /* Offset of a standard capability, or 0. */
-static inline uint8_t vsriov_find_cap(VsriovPcie *p, int bus, int devfn, uint8_t id)
+static inline uint8_t vsriov_find_cap(VsriovPcie *p, int bus, int devfn,
+                                      uint8_t id)
 {
     uint8_t pos;
     int guard = 48;

@@ -19,6 +19,9 @@
     "-device virtio-net-pci,bus=rp0,addr=0x0.0x2,sriov-pf=pf0 " \
     "-device virtio-net-pci,bus=rp0,addr=0x0.0x0,id=pf0"
 
+/* A word of the PF's (01:00.0) config space. */
+#define PF_READW(off) vsriov_cfg_readw(&pcie, 1, 0, (off))
+
 static void test_capability(void)
 {
     QTestState *qts = qtest_init(ARGS_2VF);
@@ -31,12 +34,12 @@ static void test_capability(void)
 
     cap = vsriov_find_ext_cap(&pcie, 1, 0, PCI_EXT_CAP_ID_SRIOV);
     g_assert_cmpuint(cap, !=, 0);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_TOTAL_VF), ==, 2);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_INITIAL_VF), ==, 2);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_NUM_VF), ==, 0);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_VF_OFFSET), ==, 1);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_VF_STRIDE), ==, 1);
-    g_assert_cmphex(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_VF_DID), ==, 0x1041);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_TOTAL_VF), ==, 2);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_INITIAL_VF), ==, 2);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_NUM_VF), ==, 0);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_VF_OFFSET), ==, 1);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_VF_STRIDE), ==, 1);
+    g_assert_cmphex(PF_READW(cap + PCI_SRIOV_VF_DID), ==, 0x1041);
 
     qtest_quit(qts);
 }
@@ -60,19 +63,20 @@ static void test_enable_disable(void)
 
     vsriov_cfg_writew(&pcie, 1, 0, cap + PCI_SRIOV_NUM_VF, 2);
     vsriov_cfg_writew(&pcie, 1, 0, cap + PCI_SRIOV_CTRL, PCI_SRIOV_CTRL_VFE);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_NUM_VF), ==, 2);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_NUM_VF), ==, 2);
 
     for (i = 1; i <= 2; i++) {
         /* VFs read 0xffff as vendor and device ID (SR-IOV 1.1, 3.4.1.1). */
-        g_assert_cmphex(vsriov_cfg_readw(&pcie, 1, i, PCI_VENDOR_ID), ==, 0xffff);
-        g_assert_cmphex(vsriov_cfg_readl(&pcie, 1, i, PCI_CLASS_REVISION) >> 8, ==,
-                        0x020000);
+        g_assert_cmphex(vsriov_cfg_readw(&pcie, 1, i, PCI_VENDOR_ID),
+                        ==, 0xffff);
+        g_assert_cmphex(vsriov_cfg_readl(&pcie, 1, i, PCI_CLASS_REVISION) >> 8,
+                        ==, 0x020000);
         g_assert_cmpuint(vsriov_find_cap(&pcie, 1, i, PCI_CAP_ID_EXP), !=, 0);
     }
 
     /* NumVFs is read-only while VFs are enabled. */
     vsriov_cfg_writew(&pcie, 1, 0, cap + PCI_SRIOV_NUM_VF, 1);
-    g_assert_cmpuint(vsriov_cfg_readw(&pcie, 1, 0, cap + PCI_SRIOV_NUM_VF), ==, 2);
+    g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_NUM_VF), ==, 2);
 
     vsriov_cfg_writew(&pcie, 1, 0, cap + PCI_SRIOV_CTRL, 0);
     for (i = 1; i <= 2; i++) {
@@ -87,6 +91,7 @@ int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/vsriov/upstream-sriov/capability", test_capability);
-    qtest_add_func("/vsriov/upstream-sriov/enable-disable", test_enable_disable);
+    qtest_add_func("/vsriov/upstream-sriov/enable-disable",
+                   test_enable_disable);
     return g_test_run();
 }

@@ -87,3 +87,20 @@ def test_vpf_tap_pool(netns, guest_factory):
     enable_vfs(g, pf, 2)
     _, states = vf_states(g)
     assert states == ["enabled", "enabled", "disabled", "disabled"]
+
+
+def test_vpf_reset_and_reboot_disable_vfs(netns, guest_factory):
+    host = netns("vsr-rst")
+    host_switch(host, 2)
+    g = guest_factory("vpfrst", netns=host.name, qemu_args=vpf_tap_args(2), no_reboot=False)
+    pf = g.check(FIND_PF).strip()
+    enable_vfs(g, pf, 2)
+    assert vf_states(g)[1] == ["enabled", "enabled"]
+
+    # A machine reset (as a guest reboot does) clears VF Enable.
+    g.reset()
+    assert vf_states(g)[1] == ["disabled", "disabled"]
+    assert g.check(f"cat /sys/bus/pci/devices/{pf}/sriov_numvfs").strip() == "0"
+    enable_vfs(g, pf, 1)
+    assert vf_states(g)[1] == ["enabled", "disabled"]
+
