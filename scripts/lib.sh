@@ -23,9 +23,10 @@ GUEST_KSRC_VERSION=6.12.107-1
 VENV=$VSRIOV_CACHE/venv
 QEMU_BUILD=$VSRIOV_CACHE/qemu-build
 QEMU_BIN=$QEMU_BUILD/qemu-system-x86_64
+QEMU_BUILD_ASAN=$VSRIOV_CACHE/qemu-build-asan
 GUEST_DIR=$VSRIOV_CACHE/guest
 TRIXIE_ROOT=$VSRIOV_CACHE/trixie
-export QEMU_BUILD QEMU_BIN GUEST_DIR TRIXIE_ROOT GUEST_KVER
+export QEMU_BUILD QEMU_BUILD_ASAN QEMU_BIN GUEST_DIR TRIXIE_ROOT GUEST_KVER
 
 # Firmware comes from bookworm's packages (the +ds source has no blobs).
 QEMU_FW_ARGS=(-L /usr/share/qemu -L /usr/share/seabios -L /usr/lib/ipxe/qemu)

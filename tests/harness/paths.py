@@ -7,6 +7,7 @@ SRC = os.environ.get("VSRIOV_SRC") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 CACHE = os.environ.get("VSRIOV_CACHE", "/var/cache/vsriov")
 QEMU_BUILD = os.environ.get("QEMU_BUILD", os.path.join(CACHE, "qemu-build"))
+QEMU_BUILD_ASAN = os.environ.get("QEMU_BUILD_ASAN", os.path.join(CACHE, "qemu-build-asan"))
 QEMU_BIN = os.environ.get("QEMU_BIN", os.path.join(QEMU_BUILD, "qemu-system-x86_64"))
 GUEST_DIR = os.environ.get("GUEST_DIR", os.path.join(CACHE, "guest"))
 ARTIFACTS = os.environ.get("VSRIOV_ARTIFACTS", os.path.join(CACHE, "test-artifacts"))
