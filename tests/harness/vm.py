@@ -90,6 +90,8 @@ class Guest(GuestBase):
         a = [self.qemu, "-accel", "tcg", "-M", self.machine, "-cpu", "max",
              "-m", self.memory, "-smp", str(self.smp),
              "-nodefaults", "-display", "none", "-vga", "none",
+             # A test run that is killed takes its guests with it.
+             "-run-with", "exit-with-parent=on",
              "-chardev", f"file,id=con,path={self.console_log}",
              "-serial", "chardev:con",
              "-chardev", f"socket,id=qmp,path={self.sockdir}/qmp.sock",
