@@ -276,8 +276,9 @@ class NestedGuest(GuestBase):
         return self
 
     def run(self, cmd, timeout=60):
-        res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
-                          f"--timeout {timeout} -- {shlex.quote(cmd)}", timeout=timeout + 60)
+        res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock --wait 60 "
+                          f"--pid $(cat {self.dir}/pid) --timeout {timeout} -- {shlex.quote(cmd)}",
+                          timeout=timeout + 120)
         status = STATUS_TIMEOUT if res.status == 124 else res.status
         return Result(cmd, status, res.stdout, res.stderr, self.name)
 

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""OVS-DPDK (userspace datapath) on this machine, for Level 0 tests with
+vhost-user backends.
+
+Bookworm's OVS lacks the DPDK datapath, so the trixie chroot's
+ovs-vswitchd-dpdk (OVS 3.5, DPDK 24.11) runs, without hugepages or PCI
+devices.  Its run folder is bind-mounted into the chroot, so the vhost-user
+sockets it serves are reachable from QEMU outside at the same inode.  No
+physical port is added: traffic stays between the ports of the test.
+"""
+import os
+import subprocess
+import tempfile
+import time
+
+from . import paths
+
+CHROOT_RUN = "/mnt/vsriov-ovs"
+DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
+              "--iova-mode=va")
+
+
+def _sh(cmd, timeout=60, check=True):
+    res = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
+    if check and res.returncode != 0:
+        raise AssertionError(f"`{cmd}` failed ({res.returncode}):\n{res.stdout}{res.stderr}")
+    return res
+
+
+class OvsDpdk:
+    def __init__(self):
+        self.root = os.environ.get("TRIXIE_ROOT", os.path.join(paths.CACHE, "trixie"))
+        self.rundir = tempfile.mkdtemp(prefix="vsr-ovs-", dir="/tmp")
+        self.mounts = []
+
+    def _mount(self, what, where, *opts):
+        if subprocess.run(["mountpoint", "-q", where]).returncode == 0:
+            return
+        os.makedirs(where, exist_ok=True)
+        _sh(f"mount {' '.join(opts)} {what} {where}")
+        self.mounts.append(where)
+
+    def chroot(self, cmd, timeout=60, check=True):
+        env = (f"PATH=/usr/sbin:/usr/bin:/sbin:/bin OVS_RUNDIR={CHROOT_RUN} "
+               f"OVS_LOGDIR={CHROOT_RUN} OVS_DBDIR={CHROOT_RUN}")
+        return _sh(f"chroot {self.root} /usr/bin/env -i {env} sh -c '{cmd}'", timeout, check)
+
+    def vsctl(self, args, timeout=60):
+        return self.chroot(f"ovs-vsctl --timeout={timeout} --db=unix:{CHROOT_RUN}/db.sock {args}",
+                           timeout + 10).stdout
+
+    def start(self):
+        self._mount("proc", f"{self.root}/proc", "-t proc")
+        self._mount("sys", f"{self.root}/sys", "-t sysfs")
+        self._mount("/dev", f"{self.root}/dev", "--bind")
+        self._mount(self.rundir, f"{self.root}{CHROOT_RUN}", "--bind")
+        self.chroot(f"ovsdb-tool create {CHROOT_RUN}/conf.db "
+                    "/usr/share/openvswitch/vswitch.ovsschema")
+        self.chroot(f"ovsdb-server {CHROOT_RUN}/conf.db --remote=punix:{CHROOT_RUN}/db.sock "
+                    f"--pidfile={CHROOT_RUN}/ovsdb-server.pid --detach "
+                    f"--log-file={CHROOT_RUN}/ovsdb-server.log")
+        self.vsctl("--no-wait init")
+        # pmd-sleep-max lets the PMD thread sleep when idle: this machine has
+        # two cores and the TCG guest needs one.
+        self.vsctl(f'--no-wait set Open_vSwitch . other_config:dpdk-init=true '
+                   f'other_config:dpdk-extra="{DPDK_EXTRA}" '
+                   f'other_config:pmd-sleep-max=1000')
+        self.chroot(f"/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "
+                    f"unix:{CHROOT_RUN}/db.sock --pidfile={CHROOT_RUN}/ovs-vswitchd.pid "
+                    f"--detach --log-file={CHROOT_RUN}/ovs-vswitchd.log", timeout=120)
+        deadline = time.monotonic() + 60
+        while self.vsctl("get Open_vSwitch . dpdk_initialized").strip() != "true":
+            if time.monotonic() > deadline:
+                raise AssertionError("OVS-DPDK did not initialise DPDK in 60 s:\n" +
+                                     self.log_tail())
+            time.sleep(0.2)
+        return self
+
+    def add_userspace_bridge(self, name):
+        self.vsctl(f"add-br {name} -- set bridge {name} datapath_type=netdev")
+
+    def add_vhost_user_port(self, bridge, port):
+        """A dpdkvhostuserclient port; returns the socket path for QEMU
+        (which is the vhost-user server: server=on)."""
+        self.vsctl(f"add-port {bridge} {port} -- set Interface {port} "
+                   f"type=dpdkvhostuserclient options:vhost-server-path={CHROOT_RUN}/{port}.sock")
+        return os.path.join(self.rundir, f"{port}.sock")
+
+    def port_stats(self, port):
+        out = self.vsctl(f"get Interface {port} statistics")
+        stats = {}
+        for kv in out.strip().strip("{}").split(","):
+            if "=" in kv:
+                k, v = kv.split("=", 1)
+                stats[k.strip()] = int(v)
+        return stats
+
+    def log_tail(self, lines=30):
+        try:
+            with open(os.path.join(self.rundir, "ovs-vswitchd.log")) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        for daemon in ("ovs-vswitchd", "ovsdb-server"):
+            pidfile = os.path.join(self.rundir, f"{daemon}.pid")
+            try:
+                pid = int(open(pidfile).read())
+            except (OSError, ValueError):
+                continue
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+            else:
+                os.kill(pid, 9)
+        for m in reversed(self.mounts):
+            _sh(f"umount -l {m}", check=False)
+        _sh(f"rm -rf {self.rundir}", check=False)
