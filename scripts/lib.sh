@@ -86,6 +86,12 @@ venv_ensure() {
 	printf '%s\n' "$req" >"$stamp"
 }
 
+# Go for sriov-cni-patch/ (standard library only: Debian's golang-go will
+# do where no newer Go is installed).
+go_ensure() {
+	command -v go >/dev/null 2>&1 || apt_ensure golang-go
+}
+
 host_ensure() {
 	[ "$(id -u)" -eq 0 ] || die "run as root (needs apt, network namespaces and chroot)"
 	mkdir -p "$VSRIOV_CACHE"

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Go code of this repository: `go vet` and `go test` (the virtio-aware
+sysfs resolution that sriov-cni-patch/ adds to SR-IOV CNI), and gofmt."""
+import os
+import subprocess
+
+from harness import paths
+
+MODULE = os.path.join(paths.SRC, "sriov-cni-patch")
+ENV = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0",
+           GOCACHE=os.path.join(paths.CACHE, "go-build"))
+
+
+def go(*args):
+    return subprocess.run(["go", *args], cwd=MODULE, env=ENV, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_gofmt_clean():
+    p = subprocess.run(["gofmt", "-l", "."], cwd=MODULE, capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout == "", f"not gofmt-clean:\n{p.stdout}{p.stderr}"
+
+
+def test_go_vet():
+    p = go("vet", "./...")
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_go_test():
+    p = go("test", "-count=1", "-v", "./...")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "--- PASS: TestNetdevOfPCI/virtio_VF_in_another_netns" in p.stdout, p.stdout
