@@ -64,7 +64,7 @@ class Guest(GuestBase):
 
     def __init__(self, name, artifacts, *, qemu_args=(), memory="1G", smp=1,
                  kernel=None, initrd=None, append="", netns=None, qemu=None,
-                 no_reboot=True, machine="q35"):
+                 no_reboot=True, machine="q35", shares=None):
         self.name = name
         self.artifacts = artifacts
         os.makedirs(artifacts, exist_ok=True)
@@ -76,6 +76,9 @@ class Guest(GuestBase):
         self.append = append
         self.netns = netns
         self.no_reboot = no_reboot
+        # {mount tag: host folder}, read-only 9p shares; in the guest:
+        # mount -t 9p -o trans=virtio TAG /somewhere
+        self.shares = dict(shares or {})
         # Unix socket paths must stay short; logs go to the artifacts folder.
         self.sockdir = tempfile.mkdtemp(prefix=f"vsr-{name[:8]}-", dir="/tmp")
         self.console_log = os.path.join(artifacts, f"{name}-console.log")
@@ -106,6 +109,8 @@ class Guest(GuestBase):
                          f"vsriov.hostname={self.name} {self.append}").strip()]
         if self.no_reboot:
             a.append("-no-reboot")
+        for tag, path in self.shares.items():
+            a += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,readonly=on"]
         a += self.qemu_args
         if self.netns:
             a = ["ip", "netns", "exec", self.netns] + a
