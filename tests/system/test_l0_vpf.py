@@ -104,3 +104,28 @@ def test_vpf_reset_and_reboot_disable_vfs(netns, guest_factory):
     enable_vfs(g, pf, 1)
     assert vf_states(g)[1] == ["enabled", "disabled"]
 
+
+
+def test_vpf_hot_unplug_returns_backends_and_replug(netns, guest_factory):
+    host = netns("vsr-hp")
+    host_switch(host, 2)
+    g = guest_factory("vpfhp", netns=host.name, qemu_args=vpf_tap_args(2))
+    pf = g.check(FIND_PF).strip()
+    enable_vfs(g, pf, 2)
+
+    # The guest ejects the PF (with its enabled VFs) when asked.
+    g.qmp.execute("device_del", {"id": "pf0"})
+    g.qmp.wait_event("DEVICE_DELETED", timeout=60,
+                     match=lambda ev: ev["data"].get("device") == "pf0")
+    assert g.qmp.execute("query-vsriov") == []
+    (pool,) = g.qmp.execute("query-vsriov-pools")
+    assert pool["free"] == 2 and all("claimed-by" not in e for e in pool["entries"])
+    g.wait_until(f"! test -e /sys/bus/pci/devices/{pf}", timeout=30)
+
+    # Plugged again, the PF takes the backends back and its VFs work.
+    g.qmp.execute("device_add", {"driver": "virtio-net-pci", "bus": "rp0", "id": "pf0",
+                                 "netdev": "pfnet", "sriov-pool": "p0"})
+    g.wait_until(f"test -f /sys/bus/pci/devices/{pf}/sriov_totalvfs", timeout=60)
+    enable_vfs(g, pf, 2)
+    _, states = vf_states(g)
+    assert states == ["enabled", "enabled"]
