@@ -69,10 +69,11 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
     vpf->parent_config_write(pf, addr, val, len);
     now = vsriov_pf_enabled_vfs(vpf);
     if (now != vpf->enabled_vfs) {
+        g_autofree char *path = object_get_canonical_path(OBJECT(pf));
+
         trace_vsriov_vfs_changed(DEVICE(pf)->id, vpf->enabled_vfs, now);
         vpf->enabled_vfs = now;
-        qapi_event_send_vsriov_vfs_changed(DEVICE(pf)->id,
-            object_get_canonical_path(OBJECT(pf)), now);
+        qapi_event_send_vsriov_vfs_changed(DEVICE(pf)->id, path, now);
     }
 }
 
