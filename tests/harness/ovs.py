@@ -86,13 +86,19 @@ class OvsDpdk:
                    f"type=dpdkvhostuserclient options:vhost-server-path={CHROOT_RUN}/{port}.sock")
         return os.path.join(self.rundir, f"{port}.sock")
 
-    def port_stats(self, port):
-        out = self.vsctl(f"get Interface {port} statistics")
+    def port_stats(self, bridge, port):
+        """Live OpenFlow port counters (OVSDB's statistics column is only
+        refreshed every few seconds)."""
+        out = self.chroot(f"ovs-ofctl dump-ports {bridge} {port}").stdout
         stats = {}
-        for kv in out.strip().strip("{}").split(","):
-            if "=" in kv:
-                k, v = kv.split("=", 1)
-                stats[k.strip()] = int(v)
+        for direction in ("rx", "tx"):
+            line = next((ln for ln in out.splitlines() if ln.strip().startswith(direction)
+                         or f": {direction} " in ln), "")
+            for kv in line.replace(":", " ").replace(",", " ").split():
+                if "=" in kv:
+                    k, v = kv.split("=", 1)
+                    if v.isdigit():
+                        stats[f"{direction}_{k}"] = int(v)
         return stats
 
     def log_tail(self, lines=30):

@@ -43,8 +43,8 @@ def test_vpf_vhost_user_pool_on_ovs_dpdk(ovs_dpdk, guest_factory):
     out = g.check("ip netns exec a ping -c 5 -W 5 10.30.0.2", timeout=120)
     assert " 0% packet loss" in out, out
     for port in ("vhu0", "vhu1"):
-        stats = ovs_dpdk.port_stats(port)
-        assert stats.get("rx_packets", 0) >= 5 and stats.get("tx_packets", 0) >= 5, \
+        stats = ovs_dpdk.port_stats("br0", port)
+        assert stats.get("rx_pkts", 0) >= 5 and stats.get("tx_pkts", 0) >= 5, \
             f"{port}: {stats}"
     enable_vfs(g, pf, 0)
     assert {vf["state"] for vf in g.qmp.execute("query-vsriov")[0]["vfs"]} == {"disabled"}
