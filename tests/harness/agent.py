@@ -146,6 +146,13 @@ class AgentConnection:
                 status, out, err = decode_result(payload)
                 return Result(cmd, status, out, err, self.where)
 
+    def send(self, cmd, timeout=60):
+        """Send a command without waiting for its result: for commands that
+        end the guest (reboot -f, poweroff -f), which never answer."""
+        fid = self.next_id
+        self.next_id += 1
+        self.sock.sendall(encode_exec(fid, cmd, timeout))
+
     def close(self):
         try:
             self.sock.close()

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 0 with a real libvirtd (bookworm's 9.0) driving our QEMU: the
+example domain of docs/examples/vpf-domain.xml is defined and started, its
+guest enables VFs on the virtual PF, `virsh qemu-monitor-command` sees them,
+the guest reboots, the domain is destroyed and undefined, and nothing is
+left behind.  A domain whose pool names a backend that does not exist fails
+to start with QEMU's message saying so."""
+import json
+import os
+import socket
+import string
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from harness import paths
+from harness.agent import AgentConnection
+from harness.libvirt import Libvirtd, virsh
+
+pytestmark = pytest.mark.slow
+
+TEMPLATE = os.path.join(paths.SRC, "docs", "examples", "vpf-domain.xml")
+
+
+def qarg(value):
+    return f"<qemu:arg value='{value}'/>"
+
+
+def domain_xml(name, artifacts, agent_socket, backends, pool):
+    netdevs = [qarg("-netdev"), qarg("hubport,id=pfnet,hubid=0")]
+    for i, b in enumerate(backends):
+        netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={i + 1}")]
+    with open(TEMPLATE) as f:
+        return string.Template(f.read()).substitute(
+            name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
+            emulator=paths.QEMU_BIN, console=os.path.join(artifacts, f"{name}-console.log"),
+            agent_socket=agent_socket, netdevs="\n    ".join(netdevs),
+            pool_netdevs=",".join(f"netdevs={b}" for b in pool))
+
+
+@pytest.fixture(scope="module")
+def libvirtd():
+    d = Libvirtd().start()
+    yield d
+    d.stop()
+
+
+def connect_agent(path, name, deadline):
+    """Connect to the agent channel QEMU listens on (it exists once QEMU runs)."""
+    while True:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(path)
+            return AgentConnection(s, name)
+        except OSError:
+            s.close()
+        assert time.monotonic() < deadline, f"no agent socket {path} in time"
+        time.sleep(0.2)
+
+
+def qmp(name, cmd):
+    out = virsh(f"qemu-monitor-command {name} '{json.dumps({'execute': cmd})}'").stdout
+    return json.loads(out)["return"]
+
+
+def domain_exists(name):
+    return virsh(f"dominfo {name}", check=False).returncode == 0
+
+
+def test_libvirt_domain_with_virtual_pf(libvirtd, artifacts):
+    name = "vsriov-vpf"
+    if domain_exists(name):
+        virsh(f"destroy {name}", check=False)
+        virsh(f"undefine {name}")
+    sockdir = tempfile.mkdtemp(prefix="vsr-lv-", dir="/tmp")
+    agent_path = os.path.join(sockdir, "agent.sock")
+    xml = os.path.join(artifacts, f"{name}.xml")
+    with open(xml, "w") as f:
+        f.write(domain_xml(name, artifacts, agent_path, ["vf0", "vf1"], ["vf0", "vf1"]))
+    agent = None
+    try:
+        virsh(f"define {xml}")
+        virsh(f"start {name}")
+        agent = connect_agent(agent_path, name, time.monotonic() + 60)
+        agent.wait_ready(180)
+
+        (pf,) = qmp(name, "query-vsriov")
+        assert pf["id"] == "pf0" and pf["total-vfs"] == 2
+        pci = agent.run("for d in /sys/bus/pci/devices/*; do "
+                        "[ -f $d/sriov_totalvfs ] && basename $d; done").stdout.split()
+        assert len(pci) == 1
+        assert agent.run(f"echo 2 > /sys/bus/pci/devices/{pci[0]}/sriov_numvfs").ok
+        (pf,) = qmp(name, "query-vsriov")
+        assert [vf["state"] for vf in pf["vfs"]] == ["enabled", "enabled"]
+        assert "pf0" in virsh(f"qemu-monitor-command {name} --hmp 'info vsriov'").stdout
+        virsh(f"domiflist {name}")  # libvirt's own view still works
+
+        # A reboot from inside the guest: libvirt restarts it, VFs are gone.
+        agent.send("reboot -f")
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                agent.wait_ready(max(1, deadline - time.monotonic()))
+                break
+            except Exception:
+                agent.close()
+                agent = connect_agent(agent_path, name, deadline)
+        (pf,) = qmp(name, "query-vsriov")
+        assert [vf["state"] for vf in pf["vfs"]] == ["disabled", "disabled"]
+        assert "running" in virsh(f"domstate {name}").stdout
+
+        virsh(f"destroy {name}")
+        assert "shut off" in virsh(f"domstate {name}").stdout
+    finally:
+        if agent:
+            agent.close()
+        virsh(f"destroy {name}", check=False)
+        virsh(f"undefine {name}", check=False)
+    assert not domain_exists(name)
+    left = subprocess.run(["pgrep", "-f", f"guest={name}"], capture_output=True, text=True)
+    assert left.stdout == "", f"QEMU processes left: {left.stdout}"
+
+
+def test_libvirt_domain_with_unknown_backend_fails_clearly(libvirtd, artifacts):
+    name = "vsriov-bad"
+    if domain_exists(name):
+        virsh(f"undefine {name}")
+    xml = os.path.join(artifacts, f"{name}.xml")
+    with open(xml, "w") as f:
+        f.write(domain_xml(name, artifacts,
+                           os.path.join(tempfile.mkdtemp(prefix="vsr-lv-", dir="/tmp"), "a.sock"),
+                           ["vf0"], ["ghost"]))
+    try:
+        virsh(f"define {xml}")
+        res = virsh(f"start {name}", check=False)
+        assert res.returncode != 0
+        assert "vsriov-pool 'p0' has no free backend for PF 'pf0'" in res.stderr, res.stderr
+    finally:
+        virsh(f"undefine {name}", check=False)
