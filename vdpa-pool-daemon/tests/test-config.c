@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests of the configuration parser: a good file with every key, and
+ * bad files each refused with an error naming the line.
+ */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+static const char *good =
+	"# vdpa-pool-daemon configuration\n"
+	"[daemon]\n"
+	"socket = /run/vpd/api.sock   # comment after a value\n"
+	"state = /var/lib/vpd/state\n"
+	"ovs-bridge = br-test\n"
+	"\n"
+	"[pf ens1f0]\n"
+	"num-vfs = 8\n"
+	"eswitch = switchdev\n"
+	"\n"
+	"[pf pci/0000:03:00.1]\n"
+	"num-vfs = 4\n"
+	"eswitch = legacy\n"
+	"vdpa-mgmtdev = vdpasim_net\n"
+	"\n"
+	"[pool tenant-a]\n"
+	"pf = ens1f0\n"
+	"vfs = 0-3\n"
+	"allow-uids = 64055, 1000\n"
+	"allow-gids = 64055\n"
+	"vlans = 100-199\n"
+	"mac-policy = prefix 02:00:00\n"
+	"max-tx-rate = 10000\n"
+	"\n"
+	"[pool tenant-b]\n"
+	"pf = ens1f0\n"
+	"vfs = 4-7\n"
+	"mac-policy = locked\n"
+	"spoof-check = no\n"
+	"\n"
+	"[pool lab]\n"
+	"pf = pci/0000:03:00.1\n";
+
+static void test_good_file(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = vpd_config_parse(good, "good.conf", &err);
+	struct vpd_pool *a, *b, *lab;
+
+	g_assert_no_error(err);
+	g_assert_nonnull(cfg);
+	g_assert_cmpstr(cfg->socket_path, ==, "/run/vpd/api.sock");
+	g_assert_cmpstr(cfg->state_path, ==, "/var/lib/vpd/state");
+	g_assert_cmpstr(cfg->ovs_bridge, ==, "br-test");
+	g_assert_cmpstr(cfg->ovsdb, ==, "unix:/run/openvswitch/db.sock");
+	g_assert_cmpuint(cfg->pfs->len, ==, 2);
+	g_assert_cmpuint(cfg->pools->len, ==, 3);
+
+	a = vpd_config_find_pool(cfg, "tenant-a");
+	g_assert_nonnull(a);
+	g_assert_cmpstr(a->pf->name, ==, "ens1f0");
+	g_assert_true(a->pf->switchdev);
+	g_assert_cmpuint(a->first_vf, ==, 0);
+	g_assert_cmpuint(a->last_vf, ==, 3);
+	g_assert_cmpuint(a->vlan_min, ==, 100);
+	g_assert_cmpuint(a->vlan_max, ==, 199);
+	g_assert_cmpint(a->mac_policy, ==, VPD_MAC_PREFIX);
+	g_assert_cmpuint(a->mac_prefix_len, ==, 3);
+	g_assert_cmphex(a->mac_prefix[0], ==, 0x02);
+	g_assert_cmpuint(a->max_tx_rate_mbps, ==, 10000);
+	g_assert_true(a->spoof_check);
+	g_assert_true(vpd_pool_allows(a, 1000, 1000));
+	g_assert_true(vpd_pool_allows(a, 4242, 64055));
+	g_assert_true(vpd_pool_allows(a, 0, 0));
+	g_assert_false(vpd_pool_allows(a, 4242, 4242));
+
+	b = vpd_config_find_pool(cfg, "tenant-b");
+	g_assert_cmpuint(b->first_vf, ==, 4);
+	g_assert_cmpint(b->mac_policy, ==, VPD_MAC_LOCKED);
+	g_assert_false(b->spoof_check);
+	g_assert_false(vpd_pool_allows(b, 1000, 1000));
+
+	/* A pool without vfs= takes every VF of its PF. */
+	lab = vpd_config_find_pool(cfg, "lab");
+	g_assert_cmpuint(lab->first_vf, ==, 0);
+	g_assert_cmpuint(lab->last_vf, ==, 3);
+	g_assert_false(lab->pf->switchdev);
+	g_assert_cmpstr(lab->pf->vdpa_mgmtdev, ==, "vdpasim_net");
+	g_assert_null(vpd_config_find_pool(cfg, "nope"));
+}
+
+struct bad_case {
+	const char *name;
+	const char *text;
+	const char *error;   /* the whole message, "file:line: ..." */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "outside-section", "num-vfs = 1\n",
+	  "bad.conf:1: 'num-vfs' outside any section" },
+	{ "unknown-section", "\n[vf x]\n",
+	  "bad.conf:2: unknown section '[vf x]' (expected [daemon], [pf NAME] or [pool NAME])" },
+	{ "unterminated-header", "[pf a\n", "bad.conf:1: a section header must end with ']'" },
+	{ "no-equals", "[daemon]\nsocket /x\n",
+	  "bad.conf:2: expected 'key = value' or a [section]" },
+	{ "empty-value", "[daemon]\nsocket =\n", "bad.conf:2: missing value for 'socket'" },
+	{ "relative-socket", "[daemon]\nsocket = run/x\n",
+	  "bad.conf:2: 'socket' must be an absolute path" },
+	{ "unknown-daemon-key", "[daemon]\nsockets = /x\n",
+	  "bad.conf:2: unknown key 'sockets' in [daemon]" },
+	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",
+	  "bad.conf:2: num-vfs must be a number from 0 to 256, not 'eight'" },
+	{ "numvfs-too-big", "[pf a]\nnum-vfs = 257\n",
+	  "bad.conf:2: num-vfs must be a number from 0 to 256, not '257'" },
+	{ "numvfs-negative", "[pf a]\nnum-vfs = -1\n",
+	  "bad.conf:2: num-vfs must be a number from 0 to 256, not '-1'" },
+	{ "eswitch", "[pf a]\neswitch = offload\n",
+	  "bad.conf:2: eswitch must be 'switchdev' or 'legacy', not 'offload'" },
+	{ "duplicate-pf", "[pf a]\n[pf a]\n", "bad.conf:2: PF 'a' is already defined at line 1" },
+	{ "bad-pf-name", "[pf a;b]\n", "bad.conf:1: invalid PF name 'a;b'" },
+	{ "vlan-4095", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nvlans = 100-4095\n",
+	  "bad.conf:5: vlans must be a VLAN id or range within 0-4094, not '100-4095'" },
+	{ "vlan-reversed", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nvlans = 200-100\n",
+	  "bad.conf:5: vlans must be a VLAN id or range within 0-4094, not '200-100'" },
+	{ "multicast-prefix", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nmac-policy = prefix 01:00\n",
+	  "bad.conf:5: mac-policy prefix 01:00 is multicast" },
+	{ "bad-prefix", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nmac-policy = prefix 2:0\n",
+	  "bad.conf:5: mac-policy prefix must be 1 to 6 bytes like 02:00:00, not '2:0'" },
+	{ "bad-uid", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nallow-uids = root\n",
+	  "bad.conf:5: allow-uids must be a list of numeric uids, not 'root'" },
+	{ "pool-without-pf", "[pf a]\nnum-vfs = 2\n[pool p]\nvfs = 0\n",
+	  "bad.conf:3: pool 'p' has no 'pf ='" },
+	{ "pool-unknown-pf", "[pf a]\nnum-vfs = 2\n[pool p]\n\npf = b\n",
+	  "bad.conf:5: pool 'p' names PF 'b', which no [pf] section defines" },
+	{ "pool-vfs-beyond-pf", "[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nvfs = 1-2\n",
+	  "bad.conf:3: pool 'p' takes VFs 1-2 but PF 'a' has 2" },
+	{ "pools-overlap",
+	  "[pf a]\nnum-vfs = 8\n[pool p]\npf = a\nvfs = 0-3\n[pool q]\npf = a\nvfs = 3-5\n",
+	  "bad.conf:6: pool 'q' shares VFs of PF 'a' with pool 'p' (line 3)" },
+	{ "pool-of-pf-without-vfs", "[pf a]\n[pool p]\npf = a\n",
+	  "bad.conf:2: pool 'p': PF 'a' has no VFs" },
+	{ "duplicate-pool", "[pf a]\nnum-vfs = 1\n[pool p]\npf = a\n[pool p]\n",
+	  "bad.conf:5: pool 'p' is already defined at line 3" },
+	{ "not-utf8", "[daemon]\nsocket = /\xff\n", "bad.conf:2: not valid UTF-8" },
+};
+
+static void test_bad_file(gconstpointer data)
+{
+	const struct bad_case *c = data;
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = vpd_config_parse(c->text, "bad.conf", &err);
+
+	g_assert_null(cfg);
+	g_assert_error(err, VPD_CONFIG_ERROR, 0);
+	g_assert_cmpstr(err->message, ==, c->error);
+}
+
+static void test_load_file(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *dir = g_dir_make_tmp("vpd-test-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "vpd.conf", NULL);
+	g_autoptr(vpd_config) cfg = NULL;
+
+	g_assert_true(g_file_set_contents(path, good, -1, NULL));
+	cfg = vpd_config_load(path, &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(cfg->pools->len, ==, 3);
+
+	/* A NUL byte inside the file is refused, not silently cut. */
+	g_assert_true(g_file_set_contents(path, "[daemon]\n\0[pf x]\n", 17, NULL));
+	g_assert_null(vpd_config_load(path, &err));
+	g_assert_nonnull(strstr(err->message, "contains a NUL byte"));
+	g_clear_error(&err);
+
+	g_assert_cmpint(g_unlink(path), ==, 0);
+	g_assert_null(vpd_config_load(path, &err));
+	g_assert_error(err, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+	g_rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/config/good", test_good_file);
+	g_test_add_func("/config/load", test_load_file);
+	for (unsigned i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
+		g_autofree char *path = g_strdup_printf("/config/bad/%s", bad_cases[i].name);
+
+		g_test_add_data_func(path, &bad_cases[i], test_bad_file);
+	}
+	return g_test_run();
+}
