@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pool: the claim state machine and the attribute policy.
+ *
+ * Each VF of each configured pool is an entry, FREE or CLAIMED by one
+ * client.  A claim takes n entries or none; a release, explicit or because
+ * the client went away, puts the entry's attributes back to the pool's
+ * defaults (its own MAC, untagged, spoof checking as configured) so the
+ * next claimant starts clean.
+ */
+#include "pool.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK(vpd-pool-error-quark, vpd_pool_error)
+
+/*
+ * A stable locally administered MAC per (PF, VF): 02 + 3 bytes of a hash
+ * of the PF name + the VF index, so the same VF keeps its MAC across
+ * daemon restarts.
+ */
+static void default_mac(const struct vpd_pool *pool, unsigned vf, uint8_t mac[6])
+{
+	guint h = g_str_hash(pool->pf->name);
+
+	mac[0] = 0x02;
+	mac[1] = h >> 16;
+	mac[2] = h >> 8;
+	mac[3] = h;
+	mac[4] = vf >> 8;
+	mac[5] = vf;
+}
+
+void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->mac, e->default_mac, 6);
+	out->vlan_proto = 0x8100;
+	out->spoofchk = e->pool->spoof_check;
+	out->link_state = VPD_LINK_AUTO;
+}
+
+static void entry_free(gpointer data)
+{
+	struct vpd_entry *e = data;
+
+	g_free(e->owner);
+	g_free(e);
+}
+
+struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg)
+{
+	struct vpd_pools *pools = g_new0(struct vpd_pools, 1);
+
+	pools->entries = g_ptr_array_new_with_free_func(entry_free);
+	for (unsigned i = 0; i < cfg->pools->len; i++) {
+		const struct vpd_pool *pool = cfg->pools->pdata[i];
+
+		for (unsigned vf = pool->first_vf; vf <= pool->last_vf; vf++) {
+			struct vpd_entry *e = g_new0(struct vpd_entry, 1);
+
+			e->pool = pool;
+			e->vf = vf;
+			default_mac(pool, vf, e->default_mac);
+			vpd_entry_default_attrs(e, &e->attrs);
+			g_ptr_array_add(pools->entries, e);
+		}
+	}
+	return pools;
+}
+
+void vpd_pools_free(struct vpd_pools *pools)
+{
+	if (!pools)
+		return;
+	g_ptr_array_unref(pools->entries);
+	g_free(pools);
+}
+
+unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (!e->claimed && !strcmp(e->pool->name, pool))
+			n++;
+	}
+	return n;
+}
+
+bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
+		     uid_t uid, gid_t gid, pid_t pid, const char *owner, unsigned n,
+		     GPtrArray *out, GError **error)
+{
+	const struct vpd_pool *cfg_pool = NULL;
+	unsigned avail;
+
+	for (unsigned i = 0; i < pools->entries->len && !cfg_pool; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (!strcmp(e->pool->name, pool))
+			cfg_pool = e->pool;
+	}
+	if (!cfg_pool) {
+		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_NO_POOL,
+			    "no pool named '%s'", pool);
+		return false;
+	}
+	if (!vpd_pool_allows(cfg_pool, uid, gid)) {
+		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED,
+			    "uid %u gid %u may not claim from pool '%s'",
+			    (unsigned)uid, (unsigned)gid, pool);
+		return false;
+	}
+	avail = vpd_pools_free_count(pools, pool);
+	if (n == 0 || n > avail) {
+		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED,
+			    "pool '%s' has %u free VF(s), %u asked", pool, avail, n);
+		return false;
+	}
+	for (unsigned i = 0; i < pools->entries->len && n; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (e->claimed || e->pool != cfg_pool)
+			continue;
+		e->claimed = true;
+		e->client = client;
+		e->uid = uid;
+		e->pid = pid;
+		e->owner = g_strdup(owner);
+		g_ptr_array_add(out, e);
+		n--;
+	}
+	return true;
+}
+
+static void entry_reset(struct vpd_entry *e)
+{
+	e->claimed = false;
+	e->client = 0;
+	e->uid = 0;
+	e->pid = 0;
+	g_clear_pointer(&e->owner, g_free);
+	vpd_entry_default_attrs(e, &e->attrs);
+}
+
+static bool check_owner(const struct vpd_entry *e, uint64_t client, GError **error)
+{
+	if (!e->claimed || e->client != client) {
+		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_NOT_OWNER,
+			    "VF %u of pool '%s' is not claimed by this client", e->vf,
+			    e->pool->name);
+		return false;
+	}
+	return true;
+}
+
+bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
+		       uint64_t client, GError **error)
+{
+	(void)pools;
+	if (!check_owner(e, client, error))
+		return false;
+	entry_reset(e);
+	return true;
+}
+
+unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (e->claimed && e->client == client) {
+			entry_reset(e);
+			n++;
+		}
+	}
+	return n;
+}
+
+static bool invalid(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static bool invalid(GError **error, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error_literal(error, VPD_POOL_ERROR, VPD_POOL_ERR_INVALID, msg);
+	return false;
+}
+
+bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
+			 uint64_t client, const struct vpd_vf_attrs *a,
+			 GError **error)
+{
+	const struct vpd_pool *p = e->pool;
+	static const uint8_t zero[6];
+
+	(void)pools;
+	if (!check_owner(e, client, error))
+		return false;
+	if ((a->mac[0] & 1) || !memcmp(a->mac, zero, 6))
+		return invalid(error, "MAC %02x:%02x:%02x:%02x:%02x:%02x is not a unicast address",
+			       a->mac[0], a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
+	if (p->mac_policy == VPD_MAC_LOCKED && memcmp(a->mac, e->default_mac, 6))
+		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
+	if (p->mac_policy == VPD_MAC_PREFIX && memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
+		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
+	if (a->vlan > 4094)
+		return invalid(error, "VLAN %u is not a VLAN id (0-4094)", a->vlan);
+	if (a->vlan < p->vlan_min || a->vlan > p->vlan_max)
+		return invalid(error, "VLAN %u is outside pool '%s''s range %u-%u", a->vlan,
+			       p->name, p->vlan_min, p->vlan_max);
+	if (a->qos > 7)
+		return invalid(error, "QoS %u is not an 802.1p priority (0-7)", a->qos);
+	if (a->vlan_proto != 0x8100 && a->vlan_proto != 0x88a8)
+		return invalid(error, "VLAN protocol 0x%04x is neither 802.1Q nor 802.1ad",
+			       a->vlan_proto);
+	if (a->trust)
+		return invalid(error, "pool '%s' does not allow trusted VFs", p->name);
+	if (!a->spoofchk && p->spoof_check)
+		return invalid(error, "pool '%s' enforces spoof checking", p->name);
+	if (a->link_state > VPD_LINK_DISABLE)
+		return invalid(error, "link state %d unknown", a->link_state);
+	/* max_tx_rate 0 means "no limit of the client's own": the pool's applies. */
+	if (p->max_tx_rate_mbps && a->max_tx_rate > p->max_tx_rate_mbps)
+		return invalid(error, "tx rate above pool '%s''s limit of %llu Mbit/s", p->name,
+			       (unsigned long long)p->max_tx_rate_mbps);
+	if (a->max_tx_rate && a->min_tx_rate > a->max_tx_rate)
+		return invalid(error, "min tx rate %u above max tx rate %u", a->min_tx_rate,
+			       a->max_tx_rate);
+	e->attrs = *a;
+	return true;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pool: which VF of which pool is claimed by which client, and the VF
+ * attributes clients ask for, validated against the pool's policy.
+ *
+ * Pure state: no netlink, no OVS, no sockets.  The daemon applies what this
+ * module accepts (flows, vDPA devices) and persists it (state file); every
+ * change goes through here first, so a refused request changes nothing.
+ */
+#ifndef VPD_POOL_H
+#define VPD_POOL_H
+
+#include "config.h"
+
+#define VPD_POOL_ERROR (vpd_pool_error_quark())
+GQuark vpd_pool_error_quark(void);
+
+enum vpd_pool_errc {
+	VPD_POOL_ERR_NO_POOL,       /* no such pool */
+	VPD_POOL_ERR_DENIED,        /* caller not allowed by the pool */
+	VPD_POOL_ERR_EXHAUSTED,     /* not enough free VFs */
+	VPD_POOL_ERR_NOT_OWNER,     /* VF not claimed by this client */
+	VPD_POOL_ERR_INVALID,       /* attribute outside the pool's policy */
+};
+
+enum vpd_link_state { VPD_LINK_AUTO, VPD_LINK_ENABLE, VPD_LINK_DISABLE };
+
+struct vpd_vf_attrs {
+	uint8_t mac[6];
+	uint16_t vlan;        /* 0: untagged */
+	uint8_t qos;          /* 802.1p priority, 0-7 */
+	uint16_t vlan_proto;  /* 0x8100 (802.1Q) or 0x88a8 (802.1ad) */
+	bool spoofchk;
+	bool trust;
+	enum vpd_link_state link_state;
+	uint32_t min_tx_rate; /* Mbit/s, 0: none */
+	uint32_t max_tx_rate; /* Mbit/s, 0: none */
+};
+
+struct vpd_entry {
+	const struct vpd_pool *pool;
+	unsigned vf;                  /* VF index of pool->pf */
+	uint8_t default_mac[6];
+	bool claimed;
+	uint64_t client;              /* claimant's connection id */
+	uid_t uid;
+	pid_t pid;
+	char *owner;                  /* what the claimant calls itself (VM name) */
+	struct vpd_vf_attrs attrs;
+};
+
+struct vpd_pools {
+	GPtrArray *entries;           /* struct vpd_entry *, by pool then VF */
+};
+
+struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg);
+void vpd_pools_free(struct vpd_pools *pools);
+
+/*
+ * Claim n free VFs of pool for a client, all or none.  The claimed entries
+ * are appended to out (not owned).
+ */
+bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
+		     uid_t uid, gid_t gid, pid_t pid, const char *owner, unsigned n,
+		     GPtrArray *out, GError **error);
+
+/* Release one entry held by client; its attributes go back to defaults. */
+bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
+		       uint64_t client, GError **error);
+
+/* Release everything client holds (it disconnected); returns how many. */
+unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
+
+/* Check attrs against e's pool and ownership; on success, store them. */
+bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
+			 uint64_t client, const struct vpd_vf_attrs *attrs,
+			 GError **error);
+
+unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
+void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out);
+
+typedef struct vpd_pools vpd_pools;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpd_pools, vpd_pools_free)
+
+#endif

@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests of the pool state machine: claims all-or-nothing, ownership,
+ * authorisation, release on disconnect, attribute policy.
+ */
+#include "pool.h"
+
+#include <string.h>
+
+static const char *conf =
+	"[pf pf0]\nnum-vfs = 8\n"
+	"[pool a]\npf = pf0\nvfs = 0-3\nallow-uids = 1000\nvlans = 100-199\n"
+	"mac-policy = prefix 02:aa\nmax-tx-rate = 1000\n"
+	"[pool b]\npf = pf0\nvfs = 4-7\nmac-policy = locked\nspoof-check = no\n";
+
+struct fixture {
+	struct vpd_config *cfg;
+	struct vpd_pools *pools;
+};
+
+static void setup(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GError) err = NULL;
+
+	(void)data;
+	f->cfg = vpd_config_parse(conf, "t.conf", &err);
+	g_assert_no_error(err);
+	f->pools = vpd_pools_new(f->cfg);
+}
+
+static void teardown(struct fixture *f, gconstpointer data)
+{
+	(void)data;
+	vpd_pools_free(f->pools);
+	vpd_config_free(f->cfg);
+}
+
+static void test_claim_release(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *e;
+
+	(void)data;
+	g_assert_cmpuint(f->pools->entries->len, ==, 8);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 4);
+	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, "vm1", 3, got, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(got->len, ==, 3);
+	e = got->pdata[0];
+	g_assert_true(e->claimed);
+	g_assert_cmpuint(e->client, ==, 1);
+	g_assert_cmpstr(e->owner, ==, "vm1");
+	g_assert_cmpuint(e->vf, ==, 0);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 1);
+
+	/* All or nothing: 2 asked, 1 free. */
+	g_assert_false(vpd_pools_claim(f->pools, "a", 2, 0, 0, 43, "vm2", 2, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
+	g_assert_cmpstr(err->message, ==, "pool 'a' has 1 free VF(s), 2 asked");
+	g_clear_error(&err);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 1);
+	g_assert_cmpuint(got->len, ==, 3);
+
+	/* Only the owner releases. */
+	g_assert_false(vpd_pools_release(f->pools, e, 2, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NOT_OWNER);
+	g_clear_error(&err);
+	g_assert_true(vpd_pools_release(f->pools, e, 1, &err));
+	g_assert_false(e->claimed);
+	g_assert_null(e->owner);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 2);
+
+	/* A client that goes away loses everything it held. */
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 1), ==, 2);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 4);
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 1), ==, 0);
+}
+
+static void test_claim_refusals(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+
+	(void)data;
+	g_assert_false(vpd_pools_claim(f->pools, "zz", 1, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NO_POOL);
+	g_clear_error(&err);
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 2000, 2000, 1, "vm", 1, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
+	g_assert_cmpstr(err->message, ==, "uid 2000 gid 2000 may not claim from pool 'a'");
+	g_clear_error(&err);
+	g_assert_false(vpd_pools_claim(f->pools, "b", 1, 1000, 1000, 1, "vm", 1, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
+	g_clear_error(&err);
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 0, 0, 1, "vm", 0, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
+	g_assert_cmpuint(got->len, ==, 0);
+}
+
+struct attr_case {
+	const char *name;
+	const char *pool;
+	void (*change)(struct vpd_vf_attrs *a);
+	const char *error;  /* NULL: accepted */
+};
+
+static void mac_in_prefix(struct vpd_vf_attrs *a)
+{
+	memcpy(a->mac, (uint8_t[]){ 0x02, 0xaa, 1, 2, 3, 4 }, 6);
+}
+static void mac_outside_prefix(struct vpd_vf_attrs *a)
+{
+	memcpy(a->mac, (uint8_t[]){ 0x02, 0xbb, 1, 2, 3, 4 }, 6);
+}
+static void mac_multicast(struct vpd_vf_attrs *a) { a->mac[0] = 0x03; }
+static void mac_zero(struct vpd_vf_attrs *a) { memset(a->mac, 0, 6); }
+static void vlan_100_qos_3(struct vpd_vf_attrs *a)
+{
+	mac_in_prefix(a);
+	a->vlan = 100;
+	a->qos = 3;
+}
+static void vlan_99(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 99; }
+static void vlan_4095(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 4095; }
+static void qos_8(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 100; a->qos = 8; }
+static void proto_qinq(struct vpd_vf_attrs *a)
+{
+	mac_in_prefix(a);
+	a->vlan = 150;
+	a->vlan_proto = 0x88a8;
+}
+static void proto_bad(struct vpd_vf_attrs *a) { vlan_100_qos_3(a); a->vlan_proto = 0x0800; }
+static void trust_on(struct vpd_vf_attrs *a) { vlan_100_qos_3(a); a->trust = true; }
+static void spoof_off(struct vpd_vf_attrs *a) { vlan_100_qos_3(a); a->spoofchk = false; }
+static void rate_ok(struct vpd_vf_attrs *a)
+{
+	vlan_100_qos_3(a);
+	a->min_tx_rate = 100;
+	a->max_tx_rate = 1000;
+}
+static void rate_over(struct vpd_vf_attrs *a) { vlan_100_qos_3(a); a->max_tx_rate = 1001; }
+static void rate_min_above_max(struct vpd_vf_attrs *a)
+{
+	vlan_100_qos_3(a);
+	a->min_tx_rate = 500;
+	a->max_tx_rate = 400;
+}
+static void link_down(struct vpd_vf_attrs *a)
+{
+	a->link_state = VPD_LINK_DISABLE;
+	a->spoofchk = false;
+}
+static void locked_mac_change(struct vpd_vf_attrs *a) { a->mac[5] ^= 1; }
+static void unchanged(struct vpd_vf_attrs *a) { (void)a; }
+
+static const struct attr_case attr_cases[] = {
+	{ "mac-in-prefix", "a", vlan_100_qos_3, NULL },
+	{ "mac-outside-prefix", "a", mac_outside_prefix, "MAC outside pool 'a''s prefix" },
+	{ "mac-multicast", "a", mac_multicast, NULL /* message checked by prefix */ },
+	{ "mac-zero", "a", mac_zero, "MAC 00:00:00:00:00:00 is not a unicast address" },
+	{ "vlan-below-range", "a", vlan_99, "VLAN 99 is outside pool 'a''s range 100-199" },
+	{ "vlan-4095", "a", vlan_4095, "VLAN 4095 is not a VLAN id (0-4094)" },
+	{ "qos-8", "a", qos_8, "QoS 8 is not an 802.1p priority (0-7)" },
+	{ "qinq", "a", proto_qinq, NULL },
+	{ "proto-bad", "a", proto_bad, "VLAN protocol 0x0800 is neither 802.1Q nor 802.1ad" },
+	{ "trust", "a", trust_on, "pool 'a' does not allow trusted VFs" },
+	{ "spoof-off-enforced", "a", spoof_off, "pool 'a' enforces spoof checking" },
+	{ "rate-ok", "a", rate_ok, NULL },
+	{ "rate-over-limit", "a", rate_over, "tx rate above pool 'a''s limit of 1000 Mbit/s" },
+	{ "rate-min-above-max", "a", rate_min_above_max, "min tx rate 500 above max tx rate 400" },
+	{ "locked-unchanged", "b", unchanged, NULL },
+	{ "locked-link-down-spoof-off", "b", link_down, NULL },
+	{ "locked-mac-change", "b", locked_mac_change,
+	  "pool 'b' does not let clients change VF MACs" },
+};
+
+static void test_attrs(struct fixture *f, gconstpointer data)
+{
+	const struct attr_case *c = data;
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_vf_attrs a, before;
+	struct vpd_entry *e;
+	bool ok;
+
+	g_assert_true(vpd_pools_claim(f->pools, c->pool, 7, 0, 0, 1, "vm", 1, got, &err));
+	e = got->pdata[0];
+	/* a pool with a VLAN range starts its VFs untagged; untagged is valid
+	 * only where the range includes 0, so start from a valid VLAN there */
+	vpd_entry_default_attrs(e, &a);
+	before = e->attrs;
+	c->change(&a);
+	ok = vpd_pools_set_attrs(f->pools, e, 7, &a, &err);
+	if (!c->error && strcmp(c->name, "mac-multicast")) {
+		g_assert_no_error(err);
+		g_assert_true(ok);
+		g_assert_cmpmem(&e->attrs, sizeof(a), &a, sizeof(a));
+	} else {
+		g_assert_false(ok);
+		g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_INVALID);
+		if (c->error)
+			g_assert_cmpstr(err->message, ==, c->error);
+		else
+			g_assert_true(g_str_has_suffix(err->message, "is not a unicast address"));
+		/* a refused change leaves the VF as it was */
+		g_assert_cmpmem(&e->attrs, sizeof(before), &before, sizeof(before));
+	}
+	/* Nobody else may change it; releasing restores the defaults. */
+	g_clear_error(&err);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NOT_OWNER);
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 7), ==, 1);
+	vpd_entry_default_attrs(e, &a);
+	g_assert_cmpmem(&e->attrs, sizeof(a), &a, sizeof(a));
+}
+
+static void test_default_macs(struct fixture *f, gconstpointer data)
+{
+	(void)data;
+	for (unsigned i = 0; i < f->pools->entries->len; i++) {
+		struct vpd_entry *e = f->pools->entries->pdata[i];
+
+		g_assert_cmphex(e->default_mac[0], ==, 0x02);
+		for (unsigned j = 0; j < i; j++) {
+			struct vpd_entry *o = f->pools->entries->pdata[j];
+
+			g_assert_cmpint(memcmp(e->default_mac, o->default_mac, 6), !=, 0);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add("/pool/claim-release", struct fixture, NULL, setup, test_claim_release,
+		   teardown);
+	g_test_add("/pool/claim-refusals", struct fixture, NULL, setup, test_claim_refusals,
+		   teardown);
+	g_test_add("/pool/default-macs", struct fixture, NULL, setup, test_default_macs,
+		   teardown);
+	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {
+		g_autofree char *path = g_strdup_printf("/pool/attrs/%s", attr_cases[i].name);
+
+		g_test_add(path, struct fixture, &attr_cases[i], setup, test_attrs, teardown);
+	}
+	return g_test_run();
+}
