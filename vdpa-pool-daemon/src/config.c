@@ -166,81 +166,92 @@ static bool valid_name(const char *s)
 	return true;
 }
 
+static struct vpd_pf *find_pf(const struct vpd_config *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->pfs->len; i++) {
+		struct vpd_pf *pf = cfg->pfs->pdata[i];
+
+		if (!strcmp(pf->name, name))
+			return pf;
+	}
+	return NULL;
+}
+
+static bool new_pf(struct parser *p, const char *name, GError **error)
+{
+	struct vpd_pf *other = find_pf(p->cfg, name);
+
+	if (!valid_name(name))
+		return fail(p, error, "invalid PF name '%s'", name);
+	if (other)
+		return fail(p, error, "PF '%s' is already defined at line %u", name, other->line);
+	p->pf = g_new0(struct vpd_pf, 1);
+	p->pf->name = g_strdup(name);
+	p->pf->switchdev = true;
+	p->pf->vdpa_mgmtdev = g_strdup("auto");
+	p->pf->line = p->line;
+	g_ptr_array_add(p->cfg->pfs, p->pf);
+	p->section = SEC_PF;
+	return true;
+}
+
+static bool new_pool(struct parser *p, const char *name, GError **error)
+{
+	struct vpd_pool *other = vpd_config_find_pool(p->cfg, name);
+
+	if (!valid_name(name))
+		return fail(p, error, "invalid pool name '%s'", name);
+	if (other)
+		return fail(p, error, "pool '%s' is already defined at line %u", name, other->line);
+	p->pool = g_new0(struct vpd_pool, 1);
+	p->pool->name = g_strdup(name);
+	p->pool->allow_uids = g_array_new(false, false, sizeof(uint32_t));
+	p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
+	p->pool->last_vf = UINT32_MAX;
+	p->pool->spoof_check = true;
+	p->pool->line = p->line;
+	g_ptr_array_add(p->cfg->pools, p->pool);
+	g_ptr_array_add(p->pool_pf_names, NULL);
+	g_ptr_array_add(p->pool_pf_lines, NULL);
+	p->section = SEC_POOL;
+	return true;
+}
+
+/* "[daemon]", "[pf NAME]" or "[pool NAME]" */
 static bool section_header(struct parser *p, char *line, GError **error)
 {
 	char *end = strchr(line, ']');
 	g_auto(GStrv) words = NULL;
+	const char *kind, *name = NULL;
+	unsigned n = 0;
 
 	if (!end || end[1])
 		return fail(p, error, "a section header must end with ']'");
 	*end = 0;
 	words = g_strsplit_set(g_strstrip(line + 1), " \t", -1);
-	/* g_strsplit_set leaves empty strings between repeated blanks */
-	{
-		GPtrArray *w = g_ptr_array_new();
-
-		for (unsigned i = 0; words[i]; i++)
-			if (*words[i])
-				g_ptr_array_add(w, words[i]);
-		g_ptr_array_add(w, NULL);
-		p->pf = NULL;
-		p->pool = NULL;
-		if (w->len == 2 && !strcmp(w->pdata[0], "daemon")) {
-			p->section = SEC_DAEMON;
-		} else if (w->len == 3 && !strcmp(w->pdata[0], "pf")) {
-			const char *name = w->pdata[1];
-
-			if (!valid_name(name)) {
-				g_ptr_array_free(w, true);
-				return fail(p, error, "invalid PF name '%s'", name);
-			}
-			for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
-				struct vpd_pf *o = p->cfg->pfs->pdata[i];
-
-				if (!strcmp(o->name, name)) {
-					g_ptr_array_free(w, true);
-					return fail(p, error, "PF '%s' is already defined at line %u",
-						    name, o->line);
-				}
-			}
-			p->pf = g_new0(struct vpd_pf, 1);
-			p->pf->name = g_strdup(name);
-			p->pf->switchdev = true;
-			p->pf->vdpa_mgmtdev = g_strdup("auto");
-			p->pf->line = p->line;
-			g_ptr_array_add(p->cfg->pfs, p->pf);
-			p->section = SEC_PF;
-		} else if (w->len == 3 && !strcmp(w->pdata[0], "pool")) {
-			const char *name = w->pdata[1];
-
-			if (!valid_name(name)) {
-				g_ptr_array_free(w, true);
-				return fail(p, error, "invalid pool name '%s'", name);
-			}
-			if (vpd_config_find_pool(p->cfg, name)) {
-				g_ptr_array_free(w, true);
-				return fail(p, error, "pool '%s' is already defined at line %u",
-					    name, vpd_config_find_pool(p->cfg, name)->line);
-			}
-			p->pool = g_new0(struct vpd_pool, 1);
-			p->pool->name = g_strdup(name);
-			p->pool->allow_uids = g_array_new(false, false, sizeof(uint32_t));
-			p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
-			p->pool->last_vf = UINT32_MAX;
-			p->pool->spoof_check = true;
-			p->pool->line = p->line;
-			g_ptr_array_add(p->cfg->pools, p->pool);
-			g_ptr_array_add(p->pool_pf_names, NULL);
-			g_ptr_array_add(p->pool_pf_lines, NULL);
-			p->section = SEC_POOL;
-		} else {
-			g_ptr_array_free(w, true);
-			return fail(p, error, "unknown section '[%s]' (expected [daemon], "
-				    "[pf NAME] or [pool NAME])", line + 1);
-		}
-		g_ptr_array_free(w, true);
+	/* keep the non-empty words (repeated blanks leave empty ones) */
+	for (unsigned i = 0; words[i]; i++) {
+		if (*words[i])
+			words[n++] = words[i];
+		else
+			g_free(words[i]);
 	}
-	return true;
+	words[n] = NULL;
+	kind = n ? words[0] : "";
+	if (n == 2)
+		name = words[1];
+	p->pf = NULL;
+	p->pool = NULL;
+	if (n == 1 && !strcmp(kind, "daemon")) {
+		p->section = SEC_DAEMON;
+		return true;
+	}
+	if (name && !strcmp(kind, "pf"))
+		return new_pf(p, name, error);
+	if (name && !strcmp(kind, "pool"))
+		return new_pool(p, name, error);
+	return fail(p, error, "unknown section '[%s]' (expected [daemon], [pf NAME] or "
+		    "[pool NAME])", line + 1);
 }
 
 static bool daemon_key(struct parser *p, const char *key, const char *val,
@@ -376,9 +387,7 @@ static bool check_config(struct parser *p, GError **error)
 		if (!pf_name)
 			return fail(p, error, "pool '%s' has no 'pf ='", pool->name);
 		p->line = GPOINTER_TO_UINT(p->pool_pf_lines->pdata[i]);
-		for (unsigned j = 0; j < cfg->pfs->len && !pool->pf; j++)
-			if (!strcmp(((struct vpd_pf *)cfg->pfs->pdata[j])->name, pf_name))
-				pool->pf = cfg->pfs->pdata[j];
+		pool->pf = find_pf(cfg, pf_name);
 		if (!pool->pf)
 			return fail(p, error, "pool '%s' names PF '%s', which no [pf] section "
 				    "defines", pool->name, pf_name);

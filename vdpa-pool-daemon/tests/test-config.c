@@ -39,7 +39,7 @@ static const char *good =
 	"mac-policy = locked\n"
 	"spoof-check = no\n"
 	"\n"
-	"[pool lab]\n"
+	"[pool    lab]   \n"
 	"pf = pci/0000:03:00.1\n";
 
 static void test_good_file(void)
