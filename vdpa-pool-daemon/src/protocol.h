@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * protocol: the wire format of the daemon's API socket
+ * (docs/daemon-protocol.md), the one definition both ends use.
+ *
+ * A message is a 16-byte header and a payload of attributes (TLVs):
+ *
+ *   u32 magic "VPD1" | u16 version | u16 type | u32 seq | u32 payload length
+ *   attribute: u16 type | u16 length (of the value) | value | pad to 4 bytes
+ *
+ * all little endian.  Nested attributes (a VF in a reply) carry attributes
+ * as their value.  The parser checks every length before it reads and
+ * rejects what it does not know.
+ */
+#ifndef VPD_PROTOCOL_H
+#define VPD_PROTOCOL_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define VPD_MAGIC 0x31445056u   /* "VPD1" */
+#define VPD_VERSION 1
+#define VPD_HEADER_SIZE 16
+#define VPD_MAX_PAYLOAD (64 * 1024)
+#define VPD_MAX_DEPTH 2
+
+#define VPD_PROTOCOL_ERROR (vpd_protocol_error_quark())
+GQuark vpd_protocol_error_quark(void);
+
+enum vpd_msg_type {
+	VPD_MSG_CLAIM = 1,      /* pool, owner, count -> VFs (+ fds) */
+	VPD_MSG_RELEASE = 2,    /* handle */
+	VPD_MSG_SET_ATTRS = 3,  /* handle, attributes */
+	VPD_MSG_QUERY = 4,      /* -> VFs */
+	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
+	VPD_MSG_ERROR = 65,     /* errno, message */
+};
+
+enum vpd_attr {
+	VPD_A_POOL = 1,         /* string */
+	VPD_A_OWNER = 2,        /* string */
+	VPD_A_COUNT = 3,        /* u32 */
+	VPD_A_HANDLE = 4,       /* u32: a claimed VF, as the daemon numbers them */
+	VPD_A_VF = 5,           /* nested: one VF */
+	VPD_A_VF_INDEX = 6,     /* u32: VF index on its PF */
+	VPD_A_MAC = 7,          /* 6 bytes */
+	VPD_A_VLAN = 8,         /* u16 */
+	VPD_A_QOS = 9,          /* u8 */
+	VPD_A_VLAN_PROTO = 10,  /* u16 */
+	VPD_A_SPOOFCHK = 11,    /* u8 0/1 */
+	VPD_A_TRUST = 12,       /* u8 0/1 */
+	VPD_A_LINK_STATE = 13,  /* u8: 0 auto, 1 enable, 2 disable */
+	VPD_A_MIN_TX_RATE = 14, /* u32 Mbit/s */
+	VPD_A_MAX_TX_RATE = 15, /* u32 Mbit/s */
+	VPD_A_VHOST_PATH = 16,  /* string: /dev/vhost-vdpa-N */
+	VPD_A_ERRNO = 17,       /* u32 */
+	VPD_A_MESSAGE = 18,     /* string */
+	VPD_A_MAX = 18,
+};
+
+/* A parsed attribute; value points into the message buffer. */
+struct vpd_attr_view {
+	uint16_t type;
+	uint16_t len;
+	const uint8_t *value;
+};
+
+struct vpd_msg {
+	uint16_t type;
+	uint32_t seq;
+	GArray *attrs;          /* struct vpd_attr_view, top level only */
+	GBytes *buf;            /* keeps the values alive */
+};
+
+/* Building: append attributes, then finish into bytes to send. */
+struct vpd_builder {
+	GByteArray *buf;
+	GArray *nest;           /* offsets of open nested attributes */
+};
+
+void vpd_builder_init(struct vpd_builder *b, uint16_t type, uint32_t seq);
+void vpd_put_u8(struct vpd_builder *b, uint16_t type, uint8_t v);
+void vpd_put_u16(struct vpd_builder *b, uint16_t type, uint16_t v);
+void vpd_put_u32(struct vpd_builder *b, uint16_t type, uint32_t v);
+void vpd_put_bytes(struct vpd_builder *b, uint16_t type, const void *v, uint16_t len);
+void vpd_put_str(struct vpd_builder *b, uint16_t type, const char *s);
+void vpd_nest_start(struct vpd_builder *b, uint16_t type);
+void vpd_nest_end(struct vpd_builder *b);
+GBytes *vpd_builder_finish(struct vpd_builder *b);
+
+/*
+ * Length of the message whose header starts data (len >= VPD_HEADER_SIZE),
+ * or -1 with error for a header that cannot start a valid message.
+ */
+gssize vpd_msg_total_len(const uint8_t *data, gsize len, GError **error);
+
+/* Parse one whole message; NULL with error if anything is off. */
+struct vpd_msg *vpd_msg_parse(GBytes *bytes, GError **error);
+void vpd_msg_free(struct vpd_msg *msg);
+
+const struct vpd_attr_view *vpd_msg_get(const struct vpd_msg *msg, uint16_t type);
+bool vpd_attr_u32(const struct vpd_attr_view *a, uint32_t *out);
+bool vpd_attr_u16(const struct vpd_attr_view *a, uint16_t *out);
+bool vpd_attr_u8(const struct vpd_attr_view *a, uint8_t *out);
+const char *vpd_attr_str(const struct vpd_attr_view *a);  /* NULL if invalid */
+
+/* The attributes nested in a VPD_A_VF (already validated by the parser). */
+GArray *vpd_attr_nested(const struct vpd_attr_view *a);
+
+typedef struct vpd_msg vpd_msg;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpd_msg, vpd_msg_free)
+
+#endif
