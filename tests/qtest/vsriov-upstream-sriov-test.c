@@ -40,6 +40,9 @@ static void test_capability(void)
     g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_VF_OFFSET), ==, 1);
     g_assert_cmpuint(PF_READW(cap + PCI_SRIOV_VF_STRIDE), ==, 1);
     g_assert_cmphex(PF_READW(cap + PCI_SRIOV_VF_DID), ==, 0x1041);
+    /* The PF's ARI capability survives the reset at machine start. */
+    g_assert_cmpuint(vsriov_find_ext_cap(&pcie, 1, 0, PCI_EXT_CAP_ID_ARI),
+                     !=, 0);
 
     qtest_quit(qts);
 }

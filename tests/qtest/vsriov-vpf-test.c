@@ -18,24 +18,29 @@
 
 #define NUM_BACKENDS 4
 
-static QTestState *start_vpf(const char *extra)
+static QTestState *start_vpf_n(int backends, const char *extra)
 {
     g_autoptr(GString) args = g_string_new(
         "-M q35 -nodefaults "
         "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
         "-netdev hubport,id=pfnet,hubid=0 ");
 
-    for (int i = 0; i < NUM_BACKENDS; i++) {
+    for (int i = 0; i < backends; i++) {
         g_string_append_printf(args, "-netdev hubport,id=b%d,hubid=%d ",
                                i, i + 1);
     }
     g_string_append(args, "-object vsriov-pool,id=p0");
-    for (int i = 0; i < NUM_BACKENDS; i++) {
+    for (int i = 0; i < backends; i++) {
         g_string_append_printf(args, ",netdevs=b%d", i);
     }
     g_string_append_printf(args, " -device virtio-net-pci,bus=rp0,id=pf0,"
                            "netdev=pfnet,sriov-pool=p0%s", extra);
     return qtest_init(args->str);
+}
+
+static QTestState *start_vpf(const char *extra)
+{
+    return start_vpf_n(NUM_BACKENDS, extra);
 }
 
 static uint16_t sriov_cap(VsriovPcie *p)
@@ -119,7 +124,34 @@ static void test_capability(void)
     for (int i = 1; i <= NUM_BACKENDS; i++) {
         g_assert_false(vf_present(&p, i));
     }
+    /* ARI, for VFs beyond function 7; it survives the reset at start. */
+    g_assert_cmpuint(vsriov_find_ext_cap(&p, 1, 0, PCI_EXT_CAP_ID_ARI), !=, 0);
     assert_vf_states(qts, 0);
+    qtest_quit(qts);
+}
+
+/* More VFs than the 7 functions a device has without ARI. */
+static void test_many_vfs(void)
+{
+    QTestState *qts = start_vpf_n(12, "");
+    VsriovPcie p;
+    uint16_t cap;
+    uint8_t exp;
+
+    vsriov_pcie_init(&p, qts, 2);
+    /* The guest enables ARI forwarding in the root port, as Linux does. */
+    exp = vsriov_find_cap(&p, 0, QPCI_DEVFN(2, 0), PCI_CAP_ID_EXP);
+    g_assert_cmpuint(exp, !=, 0);
+    vsriov_cfg_writew(&p, 0, QPCI_DEVFN(2, 0), exp + PCI_EXP_DEVCTL2,
+                      PCI_EXP_DEVCTL2_ARI);
+    cap = sriov_cap(&p);
+    g_assert_cmpuint(vsriov_cfg_readw(&p, 1, 0, cap + PCI_SRIOV_TOTAL_VF),
+                     ==, 12);
+    set_vfs(&p, cap, 12);
+    for (int i = 1; i <= 12; i++) {
+        g_assert_true(vf_present(&p, i));
+    }
+    g_assert_false(vf_present(&p, 13));
     qtest_quit(qts);
 }
 
@@ -297,6 +329,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/vsriov/vpf/capability", test_capability);
     qtest_add_func("/vsriov/vpf/totalvfs-property", test_totalvfs_property);
+    qtest_add_func("/vsriov/vpf/many-vfs", test_many_vfs);
     qtest_add_func("/vsriov/vpf/enable-disable", test_enable_disable);
     qtest_add_func("/vsriov/vpf/numvfs-above-total", test_numvfs_above_total);
     qtest_add_func("/vsriov/vpf/toggle-stress", test_toggle_stress);
