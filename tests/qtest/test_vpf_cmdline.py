@@ -73,6 +73,15 @@ BAD = [
      ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0",
       "-device", "virtio-net-pci,bus=rp1,id=pf1,sriov-pool=p0"],
      "vsriov-pool 'p0' has no free backend for PF 'pf1'"),
+    ("missing-vhost-vdpa-device",
+     ROOT_PORT + ["-netdev", "vhost-vdpa,id=b0,vhostdev=/dev/vhost-vdpa-99"] + pool(["b0"]) +
+     ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0"],
+     "Could not open '/dev/vhost-vdpa-99': No such file or directory"),
+    ("backend-in-use-by-another-nic",
+     ROOT_PORT + backends(2) + pool(["b0", "b1"]) +
+     ["-device", "virtio-net-pci,netdev=b0,id=other",
+      "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=2"],
+     "sriov-totalvfs=2 but vsriov-pool 'p0' has 1 free backend(s)"),
     ("with-sriov-pf-vfs",
      ROOT_PORT + backends(2) + pool(["b0"]) +
      ["-device", "virtio-net-pci,bus=rp0,addr=0.1,netdev=b1,sriov-pf=pf0",
