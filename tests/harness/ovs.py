@@ -86,6 +86,18 @@ class OvsDpdk:
                    f"type=dpdkvhostuserclient options:vhost-server-path={CHROOT_RUN}/{port}.sock")
         return os.path.join(self.rundir, f"{port}.sock")
 
+    def wait_link_up(self, port, timeout=60):
+        """Poll the port's link_state until "up", with a deadline."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.vsctl(f"get Interface {port} link_state").strip()
+            if state == "up":
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"OVS port {port} link_state is {state} after "
+                                     f"{timeout} s:\n{self.log_tail()}")
+            time.sleep(0.2)
+
     def port_stats(self, bridge, port):
         """Live OpenFlow port counters (OVSDB's statistics column is only
         refreshed every few seconds)."""

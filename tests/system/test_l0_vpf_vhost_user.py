@@ -40,6 +40,12 @@ def test_vpf_vhost_user_pool_on_ovs_dpdk(ovs_dpdk, guest_factory):
     vf_into_netns(g, pf, 1, "b", "10.30.0.2/24")
     g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
                  "ip -n b link show pod0 | grep -q LOWER_UP", timeout=60)
+    # OVS starts forwarding on a vhost-user port once the guest's driver has
+    # set its queues up; until then (and while ARP resolves) pings are lost.
+    # Wait for that with a deadline, then demand a clean run.
+    for i in range(NUM_VFS):
+        ovs_dpdk.wait_link_up(f"vhu{i}", timeout=60)
+    g.wait_until("ip netns exec a ping -c 1 -W 2 10.30.0.2", timeout=60)
     out = g.check("ip netns exec a ping -c 5 -W 5 10.30.0.2", timeout=120)
     assert " 0% packet loss" in out, out
     for port in ("vhu0", "vhu1"):
