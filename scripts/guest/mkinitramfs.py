@@ -74,7 +74,7 @@ class Cpio:
         return self.out.getvalue()
 
 
-def resolve_modules(root, kver, names, extra_dir):
+def resolve_modules(root, kver, names):
     mroot = f"{root}/usr/lib/modules/{kver}"
     deps, by_name = {}, {}
     with open(f"{mroot}/modules.dep") as f:
@@ -173,7 +173,7 @@ def main():
         c.file("init", f.read(), 0o755)
 
     names = [m for m in a.modules.split(",") if m]
-    order = resolve_modules(a.root, a.kver, names, a.extra_modules)
+    order = resolve_modules(a.root, a.kver, names)
     for name, path in order:
         c.file(f"lib/modules/{name}", read_module(path))
     c.file("etc/modules.order", "".join(f"{n}\n" for n, _ in order).encode())

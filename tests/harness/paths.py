@@ -17,10 +17,6 @@ def guest(name):
     return os.path.join(GUEST_DIR, name)
 
 
-def qtest(name):
-    return os.path.join(QEMU_BUILD, "tests", "qtest", "vsriov", name)
-
-
 def agent_binary():
     """The agent as built by scripts/build-ours (unit tests) or copied into
     the guest artifacts (guest tests)."""
