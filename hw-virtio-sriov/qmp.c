@@ -23,6 +23,29 @@ static const char *backend_type(NetClientState *nc)
     return nc ? NetClientDriver_str(nc->info->type) : "missing";
 }
 
+static VsriovVFConfigInfo *vf_config_info(VsriovPF *vpf, uint16_t i)
+{
+    VsriovVFConfig *c = &vpf->vfcfg[i];
+    VsriovVFConfigInfo *info = g_new0(VsriovVFConfigInfo, 1);
+
+    if (c->mac_set) {
+        info->mac = qemu_mac_strdup_printf(c->mac);
+    }
+    info->vlan = c->vlan;
+    info->qos = c->qos;
+    info->vlan_proto = g_strdup(c->vlan_proto == 0x88a8 ? "802.1ad"
+                                                         : "802.1Q");
+    info->spoof_check = c->spoofchk;
+    info->trust = c->trust;
+    info->link_state = c->link_state;
+    info->min_tx_rate = c->min_tx_rate;
+    info->max_tx_rate = c->max_tx_rate;
+    info->applied = VSRIOV_POOL_GET_CLASS(vpf->pool)->configure
+                    ? VSRIOV_VF_CONFIG_APPLIED_PROVIDER
+                    : VSRIOV_VF_CONFIG_APPLIED_RECORDED;
+    return info;
+}
+
 static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
 {
     PCIDevice *vf = vpf->vfs[i];
@@ -42,6 +65,7 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
     info->backend = g_strdup(backend_type(nc));
     info->state = i < enabled ? VSRIOV_VF_STATE_ENABLED
                               : VSRIOV_VF_STATE_DISABLED;
+    info->config = vf_config_info(vpf, i);
     return info;
 }
 
@@ -121,6 +145,16 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
                            "%s\n", vf->index, vf->bus, PCI_SLOT(vf->devfn),
                            PCI_FUNC(vf->devfn), vf->mac, vf->netdev,
                            vf->backend, VsriovVFState_str(vf->state));
+            monitor_printf(mon, "    vlan %u qos %u proto %s, spoofchk %s, "
+                           "trust %s, link-state %s, tx rate %u-%u Mbit/s"
+                           "%s%s\n", vf->config->vlan, vf->config->qos,
+                           vf->config->vlan_proto,
+                           vf->config->spoof_check ? "on" : "off",
+                           vf->config->trust ? "on" : "off",
+                           VsriovVFLinkState_str(vf->config->link_state),
+                           vf->config->min_tx_rate, vf->config->max_tx_rate,
+                           vf->config->mac ? ", admin mac " : "",
+                           vf->config->mac ?: "");
         }
     }
     for (VsriovPoolInfoList *p = pools; p; p = p->next) {

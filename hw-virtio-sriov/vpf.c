@@ -29,6 +29,7 @@
 #include "hw/virtio/virtio-pci.h"
 #include "migration/blocker.h"
 #include "vsriov.h"
+#include "vfcfg.h"
 #include "trace.h"
 
 static VsriovPFList vpfs = QTAILQ_HEAD_INITIALIZER(vpfs);
@@ -67,8 +68,16 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
     uint16_t now;
 
     vpf->parent_config_write(pf, addr, val, len);
+    if (vsriov_vfcfg_config_write(vpf, addr, len)) {
+        return;
+    }
     now = vsriov_pf_enabled_vfs(vpf);
     if (now != vpf->enabled_vfs) {
+        /* VFs that come or go start over with a default configuration. */
+        for (uint16_t i = MIN(now, vpf->enabled_vfs);
+             i < MAX(now, vpf->enabled_vfs); i++) {
+            vsriov_vfcfg_reset_vf(vpf, i);
+        }
         g_autofree char *path = object_get_canonical_path(OBJECT(pf));
 
         trace_vsriov_vfs_changed(DEVICE(pf)->id, vpf->enabled_vfs, now);
@@ -212,6 +221,14 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         goto fail;
     }
     vpf->sriov_cap = cap_offset;
+    if (cap_offset + cap_size + VSRIOV_VFCFG_SIZEOF > PCIE_CONFIG_SPACE_SIZE) {
+        error_setg(errp, "no room in PF '%s' config space for the VF "
+                   "configuration capability", id);
+        pcie_sriov_pf_exit(pf);
+        pf->exp.sriov_cap = 0;
+        goto fail;
+    }
+    vsriov_vfcfg_init(vpf, cap_offset + cap_size);
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
 
@@ -219,6 +236,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                "virtual SR-IOV PF '%s' cannot be migrated: its VFs' "
                "backends belong to this host", id);
     if (migrate_add_blocker(&vpf->migration_blocker, errp) < 0) {
+        vsriov_vfcfg_exit(vpf);
         pcie_sriov_pf_exit(pf);
         pf->exp.sriov_cap = 0;
         goto fail;
@@ -247,6 +265,7 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     QTAILQ_REMOVE(&vpfs, vpf, next);
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;
+    vsriov_vfcfg_exit(vpf);
     vpf_destroy_vfs(vpf);
     vpf->pf = NULL;
 }

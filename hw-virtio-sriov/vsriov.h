@@ -20,6 +20,21 @@
 #include "net/net.h"
 
 #define TYPE_VSRIOV_POOL "vsriov-pool"
+
+/* A VF's administrative configuration, set by the guest through its PF. */
+typedef struct VsriovVFConfig {
+    uint8_t mac[6];         /* valid when mac_set */
+    bool mac_set;
+    uint16_t vlan;          /* 0: none */
+    uint8_t qos;
+    uint16_t vlan_proto;    /* 0x8100 or 0x88a8 */
+    uint8_t spoofchk;
+    uint8_t trust;
+    uint8_t link_state;     /* as IFLA_VF_LINK_STATE_*: auto, enable, disable */
+    uint32_t min_tx_rate;   /* Mbit/s, 0: none */
+    uint32_t max_tx_rate;
+} VsriovVFConfig;
+
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 
 /*
@@ -40,6 +55,13 @@ struct VsriovPoolClass {
                              Error **errp);
     /* Return a backend claimed before. */
     void (*release)(VsriovPool *pool, NetClientState *nc);
+    /*
+     * Optional: apply a VF's administrative configuration (what the guest
+     * set through the PF) to the datapath behind @nc.  Without it, the
+     * configuration is recorded and reported only.
+     */
+    bool (*configure)(VsriovPool *pool, NetClientState *nc,
+                      const VsriovVFConfig *cfg, Error **errp);
 };
 
 typedef struct VsriovPoolEntry {
@@ -67,6 +89,9 @@ typedef struct VsriovPF {
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     uint16_t sriov_cap;
+    uint16_t vfcfg_cap;     /* the VF-configuration VSEC (vfcfg.c) */
+    VsriovVFConfig *vfcfg;  /* per VF */
+    MACAddr *vf_pool_mac;   /* per VF: its MAC before the guest set one */
     Error *migration_blocker;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
@@ -76,6 +101,12 @@ typedef struct VsriovPF {
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
 void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
+
+/* The VF-configuration channel (vfcfg.c). */
+void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
+void vsriov_vfcfg_exit(VsriovPF *vpf);
+bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
+void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
 
 /* For the QMP/HMP introspection in qmp.c. */
 typedef QTAILQ_HEAD(, VsriovPF) VsriovPFList;

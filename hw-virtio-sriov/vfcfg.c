@@ -1,0 +1,377 @@
+/*
+ * vsriov VF-configuration channel
+ *
+ * The guest's PF driver configures its VFs (MAC, VLAN, spoof check, trust,
+ * link state, tx rates) and reads their configuration and counters through
+ * a mailbox in a Vendor-Specific Extended Capability of the PF: it writes
+ * the VF number and the arguments, then the opcode; the command runs during
+ * that config write, and the status and results are readable when the
+ * write returns.  docs/vf-config-channel.md specifies it; vfcfg.h has the
+ * layout.
+ *
+ * What belongs to the virtual device is applied here: the VF's MAC (its
+ * virtio-net config space, which a bound VF driver is told about with a
+ * config interrupt) and its link.  What belongs to the datapath (VLAN,
+ * QoS, spoof check, trust, rates) is handed to the pool's provider when it
+ * has a configure method, and is otherwise recorded and reported by
+ * query-vsriov.
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/pcie_sriov.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-pci.h"
+#include "net/net.h"
+#include "net/tap.h"
+#include "net/vhost_net.h"
+#include "standard-headers/linux/ethtool.h"
+#include "vsriov.h"
+#include "vfcfg.h"
+#include "trace.h"
+
+#include <net/if.h>
+#include <sys/ioctl.h>
+#ifdef CONFIG_LINUX
+#include <linux/if_tun.h>
+#endif
+
+#define ETH_P_8021Q     0x8100
+#define ETH_P_8021AD    0x88a8
+#define VLAN_VID_MAX    4094
+
+static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
+{
+    return VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vpf->vfs[i])->bus));
+}
+
+static void vf_config_defaults(VsriovPF *vpf, uint16_t i)
+{
+    VsriovVFConfig *c = &vpf->vfcfg[i];
+
+    memset(c, 0, sizeof(*c));
+    c->vlan_proto = ETH_P_8021Q;
+    c->link_state = VSRIOV_VFCFG_LINK_AUTO;
+}
+
+/* Put the VF's MAC in its config space and tell a bound driver. */
+static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
+{
+    VirtIONet *n = vf_net(vpf, i);
+    NetClientState *nc = qemu_get_queue(n->nic);
+
+    memcpy(n->nic_conf.macaddr.a, mac, ETH_ALEN);
+    memcpy(n->mac, mac, ETH_ALEN);
+    qemu_format_nic_info_str(nc, n->mac);
+    if (nc->peer && nc->peer->info->type == NET_CLIENT_DRIVER_VHOST_VDPA) {
+        /* The device's config space is the vDPA device's: write it there. */
+        if (vhost_net_set_config(get_vhost_net(nc->peer), mac,
+                                 offsetof(struct virtio_net_config, mac),
+                                 ETH_ALEN,
+                                 VHOST_SET_CONFIG_TYPE_FRONTEND) < 0) {
+            return VSRIOV_VFCFG_S_EIO;
+        }
+    }
+    virtio_notify_config(VIRTIO_DEVICE(n));
+    return VSRIOV_VFCFG_S_OK;
+}
+
+/* The VF's link as its admin link state says. */
+static void vf_apply_link(VsriovPF *vpf, uint16_t i)
+{
+    VirtIONet *n = vf_net(vpf, i);
+    NetClientState *nc = qemu_get_queue(n->nic);
+    NetClientState *pf_nc;
+    bool down;
+
+    switch (vpf->vfcfg[i].link_state) {
+    case VSRIOV_VFCFG_LINK_ENABLE:
+        down = false;
+        break;
+    case VSRIOV_VFCFG_LINK_DISABLE:
+        down = true;
+        break;
+    default:
+        /* auto: the VF's link follows the PF's */
+        pf_nc = qemu_get_queue(VIRTIO_NET(virtio_bus_get_device(
+            &VIRTIO_PCI(vpf->pf)->bus))->nic);
+        down = pf_nc->link_down;
+        break;
+    }
+    if (nc->link_down != down) {
+        nc->link_down = down;
+        if (nc->info->link_status_changed) {
+            nc->info->link_status_changed(nc);
+        }
+    }
+}
+
+/*
+ * Ask the pool's provider to apply @c to VF @i's datapath.  A provider
+ * without a configure method (the static pool) records it only.
+ */
+static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    Error *err = NULL;
+
+    if (!pc->configure) {
+        return VSRIOV_VFCFG_S_OK;
+    }
+    if (!pc->configure(vpf->pool, vpf->backends[i], c, &err)) {
+        error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
+        warn_report_err(err);
+        return VSRIOV_VFCFG_S_EPERM;
+    }
+    return VSRIOV_VFCFG_S_OK;
+}
+
+/* Back to the defaults, as when the VF was first enabled. */
+void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
+{
+    VsriovVFConfig old = vpf->vfcfg[i];
+
+    vf_config_defaults(vpf, i);
+    if (old.mac_set) {
+        vf_apply_mac(vpf, i, vpf->vf_pool_mac[i].a);
+    }
+    if (old.link_state != VSRIOV_VFCFG_LINK_AUTO) {
+        vf_apply_link(vpf, i);
+    }
+    if (memcmp(&old, &vpf->vfcfg[i], sizeof(old))) {
+        vf_configure(vpf, i, &vpf->vfcfg[i]);
+    }
+}
+
+static void vf_get_config(VsriovPF *vpf, uint16_t i, uint8_t *data)
+{
+    VsriovVFConfig *c = &vpf->vfcfg[i];
+
+    memcpy(data + VSRIOV_VFCFG_CFG_MAC, vf_net(vpf, i)->mac, ETH_ALEN);
+    pci_set_word(data + VSRIOV_VFCFG_CFG_VLAN, c->vlan);
+    data[VSRIOV_VFCFG_CFG_QOS] = c->qos;
+    data[VSRIOV_VFCFG_CFG_SPOOFCHK] = c->spoofchk;
+    data[VSRIOV_VFCFG_CFG_TRUST] = c->trust;
+    data[VSRIOV_VFCFG_CFG_LINK_STATE] = c->link_state;
+    pci_set_word(data + VSRIOV_VFCFG_CFG_VLAN_PROTO, c->vlan_proto);
+    pci_set_long(data + VSRIOV_VFCFG_CFG_MIN_RATE, c->min_tx_rate);
+    pci_set_long(data + VSRIOV_VFCFG_CFG_MAX_RATE, c->max_tx_rate);
+}
+
+/*
+ * Counters of a tap backend, from the host's view of the tap (its rx is
+ * what the VF sent): found through the tap's fd, so taps passed by fd work
+ * too.  Other backends' counters belong to a provider.
+ */
+static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
+{
+#ifdef CONFIG_LINUX
+    NetClientState *nc = vpf->backends[i];
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    struct ifreq ifr = {};
+    size_t len;
+    int fd;
+
+    if (nc->info->type != NET_CLIENT_DRIVER_TAP) {
+        return;
+    }
+    fd = tap_get_fd(nc);
+    if (fd < 0 || ioctl(fd, TUNGETIFF, &ifr) < 0 ||
+        !g_file_get_contents("/proc/self/net/dev", &text, &len, NULL)) {
+        return;
+    }
+    lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l; l++) {
+        g_autofree char *name = NULL;
+        char *colon = strchr(*l, ':');
+        uint64_t v[7];
+
+        if (!colon) {
+            continue;
+        }
+        name = g_strstrip(g_strndup(*l, colon - *l));
+        if (strcmp(name, ifr.ifr_name) ||
+            sscanf(colon + 1, "%" SCNu64 " %" SCNu64 " %*u %" SCNu64
+                   " %*u %*u %*u %" SCNu64 " %" SCNu64 " %" SCNu64
+                   " %*u %" SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6]) != 7) {
+            continue;
+        }
+        /* host rx = VF tx, and the other way round */
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_BYTES, v[0]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_PACKETS, v[1]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_DROPPED, v[2]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_MULTICAST, v[3]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_BYTES, v[4]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_PACKETS, v[5]);
+        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_DROPPED, v[6]);
+        break;
+    }
+#endif
+}
+
+static bool valid_unicast(const uint8_t *mac)
+{
+    static const uint8_t zero[ETH_ALEN];
+
+    return !(mac[0] & 1) && memcmp(mac, zero, ETH_ALEN);
+}
+
+/* Run one command; the result goes to @data, the status is returned. */
+static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
+                     uint32_t member, uint8_t *data)
+{
+    uint16_t enabled = vsriov_pf_enabled_vfs(vpf);
+    VsriovVFConfig c;
+    uint16_t i;
+    int ret;
+
+    if (group != VSRIOV_VFCFG_GROUP_SRIOV) {
+        return VSRIOV_VFCFG_S_EINVAL;
+    }
+    if (member < 1 || member > enabled) {
+        /* only enabled VFs exist to be configured */
+        return VSRIOV_VFCFG_S_EINVAL;
+    }
+    i = member - 1;
+    c = vpf->vfcfg[i];
+
+    switch (opcode) {
+    case VSRIOV_VFCFG_CMD_GET_CONFIG:
+        memset(data, 0, VSRIOV_VFCFG_DATA_SIZE);
+        vf_get_config(vpf, i, data);
+        return VSRIOV_VFCFG_S_OK;
+    case VSRIOV_VFCFG_CMD_GET_STATS:
+        memset(data, 0, VSRIOV_VFCFG_DATA_SIZE);
+        vf_get_stats(vpf, i, data);
+        return VSRIOV_VFCFG_S_OK;
+    case VSRIOV_VFCFG_CMD_SET_MAC:
+        if (!valid_unicast(data)) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        memcpy(c.mac, data, ETH_ALEN);
+        c.mac_set = true;
+        break;
+    case VSRIOV_VFCFG_CMD_SET_VLAN:
+        c.vlan = pci_get_word(data);
+        c.qos = data[2];
+        c.vlan_proto = pci_get_word(data + 4);
+        if (c.vlan > VLAN_VID_MAX || c.qos > 7 ||
+            (c.vlan_proto != ETH_P_8021Q && c.vlan_proto != ETH_P_8021AD) ||
+            (!c.vlan && c.qos)) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        break;
+    case VSRIOV_VFCFG_CMD_SET_SPOOFCHK:
+        if (data[0] > 1) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        c.spoofchk = data[0];
+        break;
+    case VSRIOV_VFCFG_CMD_SET_TRUST:
+        if (data[0] > 1) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        c.trust = data[0];
+        break;
+    case VSRIOV_VFCFG_CMD_SET_LINK_STATE:
+        if (data[0] > VSRIOV_VFCFG_LINK_DISABLE) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        c.link_state = data[0];
+        break;
+    case VSRIOV_VFCFG_CMD_SET_RATE: {
+        VirtIONet *pf_net = VIRTIO_NET(virtio_bus_get_device(
+            &VIRTIO_PCI(vpf->pf)->bus));
+        int32_t speed = pf_net->net_conf.speed;
+
+        c.min_tx_rate = pci_get_long(data);
+        c.max_tx_rate = pci_get_long(data + 4);
+        if ((c.max_tx_rate && c.min_tx_rate > c.max_tx_rate) ||
+            (speed > 0 && (c.max_tx_rate > (uint32_t)speed ||
+                           c.min_tx_rate > (uint32_t)speed))) {
+            return VSRIOV_VFCFG_S_EINVAL;
+        }
+        break;
+    }
+    default:
+        return VSRIOV_VFCFG_S_EOPNOTSUPP;
+    }
+
+    ret = vf_configure(vpf, i, &c);
+    if (ret != VSRIOV_VFCFG_S_OK) {
+        return ret;
+    }
+    if (opcode == VSRIOV_VFCFG_CMD_SET_MAC) {
+        ret = vf_apply_mac(vpf, i, c.mac);
+        if (ret != VSRIOV_VFCFG_S_OK) {
+            return ret;
+        }
+    }
+    vpf->vfcfg[i] = c;
+    if (opcode == VSRIOV_VFCFG_CMD_SET_LINK_STATE) {
+        vf_apply_link(vpf, i);
+    }
+    return VSRIOV_VFCFG_S_OK;
+}
+
+bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len)
+{
+    uint8_t *cap = vpf->pf->config + vpf->vfcfg_cap;
+    uint32_t op = vpf->vfcfg_cap + VSRIOV_VFCFG_OPCODE;
+    uint16_t opcode, status;
+
+    if (!vpf->vfcfg_cap || addr >= op + 2 || addr + len <= op) {
+        return false;
+    }
+    opcode = pci_get_word(cap + VSRIOV_VFCFG_OPCODE);
+    status = vfcfg_run(vpf, opcode, pci_get_word(cap + VSRIOV_VFCFG_GROUP),
+                       pci_get_long(cap + VSRIOV_VFCFG_MEMBER),
+                       cap + VSRIOV_VFCFG_DATA);
+    pci_set_word(cap + VSRIOV_VFCFG_STATUS, status);
+    trace_vsriov_vfcfg_cmd(DEVICE(vpf->pf)->id, opcode,
+                           pci_get_long(cap + VSRIOV_VFCFG_MEMBER), status);
+    return true;
+}
+
+void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
+{
+    PCIDevice *pf = vpf->pf;
+    uint8_t *cap;
+
+    pcie_add_capability(pf, PCI_EXT_CAP_ID_VNDR, 1, offset,
+                        VSRIOV_VFCFG_SIZEOF);
+    cap = pf->config + offset;
+    pci_set_long(cap + PCI_VNDR_HEADER,
+                 VSRIOV_VFCFG_VSEC_ID | VSRIOV_VFCFG_VSEC_REV << 16 |
+                 (uint32_t)VSRIOV_VFCFG_SIZEOF << 20);
+    pci_set_word(pf->wmask + offset + VSRIOV_VFCFG_OPCODE, 0xffff);
+    pci_set_long(pf->wmask + offset + VSRIOV_VFCFG_MEMBER, 0xffffffff);
+    pci_set_word(pf->wmask + offset + VSRIOV_VFCFG_GROUP, 0xffff);
+    memset(pf->wmask + offset + VSRIOV_VFCFG_DATA, 0xff,
+           VSRIOV_VFCFG_DATA_SIZE);
+    vpf->vfcfg_cap = offset;
+    vpf->vfcfg = g_new0(VsriovVFConfig, vpf->num_vfs);
+    vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
+    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        vf_config_defaults(vpf, i);
+        vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
+    }
+}
+
+void vsriov_vfcfg_exit(VsriovPF *vpf)
+{
+    g_free(vpf->vfcfg);
+    g_free(vpf->vf_pool_mac);
+    vpf->vfcfg = NULL;
+    vpf->vf_pool_mac = NULL;
+    vpf->vfcfg_cap = 0;
+}
