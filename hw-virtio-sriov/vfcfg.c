@@ -265,8 +265,7 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
         c.qos = data[2];
         c.vlan_proto = pci_get_word(data + 4);
         if (c.vlan > VLAN_VID_MAX || c.qos > 7 ||
-            (c.vlan_proto != ETH_P_8021Q && c.vlan_proto != ETH_P_8021AD) ||
-            (!c.vlan && c.qos)) {
+            (c.vlan_proto != ETH_P_8021Q && c.vlan_proto != ETH_P_8021AD)) {
             return VSRIOV_VFCFG_S_EINVAL;
         }
         break;

@@ -147,6 +147,8 @@ def main():
     ap.add_argument("--agent", required=True)
     ap.add_argument("--modules", required=True, help="comma-separated module names")
     ap.add_argument("--extra-modules", help="folder of out-of-tree .ko files to add")
+    ap.add_argument("--replace-module", action="append", default=[], metavar="NAME=PATH",
+                    help="load the module at PATH in place of the kernel's NAME")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -174,6 +176,11 @@ def main():
 
     names = [m for m in a.modules.split(",") if m]
     order = resolve_modules(a.root, a.kver, names)
+    replace = dict(r.split("=", 1) for r in a.replace_module)
+    unknown = set(replace) - {n[:-len(".ko")] for n, _ in order}
+    if unknown:
+        ap.error(f"--replace-module: {', '.join(sorted(unknown))} is not among the modules")
+    order = [(n, replace.get(n[:-len(".ko")], p)) for n, p in order]
     for name, path in order:
         c.file(f"lib/modules/{name}", read_module(path))
     c.file("etc/modules.order", "".join(f"{n}\n" for n, _ in order).encode())

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 0: the guest configures its VFs through the PF (issue 5).
+
+A guest boots Debian's kernel with guest-kernel-patches/ (vmlinuz-vfctl)
+and our virtio_net.ko.  After `echo 2 > sriov_numvfs`, `ip link set <pf>
+vf 0 ...` sets every attribute at once; `ip -d link show <pf>` lists both
+VFs with exactly those values (VF 1 with the defaults), the VF's own
+netdev takes the new MAC, QMP reports the same, and the VF still carries
+traffic with its new MAC through the host switch.  Invalid values are
+refused with the kernel's usual errors and change nothing.  An unpatched
+guest (Debian's kernel and module) still uses the PF and its VFs as plain
+virtio-net, and `ip link set ... vf` is refused there."""
+import json
+
+import pytest
+
+from harness import paths
+from system.guest_net import FIND_PF, enable_vfs, vf_into_netns
+from system.test_l0_vpf import host_switch
+
+pytestmark = pytest.mark.slow
+
+VF_MAC = "02:00:00:00:00:10"
+
+
+def vpf_args(n):
+    args = ["-device", "pcie-root-port,id=rp0,chassis=1",
+            "-netdev", "tap,id=pfnet,ifname=tpf,script=no,downscript=no"]
+    for i in range(n):
+        args += ["-netdev", f"tap,id=b{i},ifname=tvf{i},script=no,downscript=no"]
+    args += ["-object", "vsriov-pool,id=p0," + ",".join(f"netdevs=b{i}" for i in range(n)),
+             "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
+                        "speed=10000,duplex=full"]
+    return args
+
+
+def pf_netdev(g, pf):
+    return g.check(f"ls /sys/bus/pci/devices/{pf}/virtio*/net/").strip()
+
+
+def guest_vfs(g, dev):
+    """The PF's VF list as the guest's rtnetlink reports it."""
+    (link,) = json.loads(g.check(f"ip -j -d -s link show {dev}"))
+    return link.get("vfinfo_list", [])
+
+
+def qmp_vfs(g):
+    (pf,) = g.qmp.execute("query-vsriov")
+    return pf["vfs"]
+
+
+def vf_summary(vf):
+    """The attributes `ip -j link` gives for one VF, in one comparable dict."""
+    vlan = (vf.get("vlan_list") or [{}])[0]
+    return {
+        "mac": vf["address"],
+        "vlan": vlan.get("vlan", 0),
+        "qos": vlan.get("qos", 0),
+        "max_tx_rate": vf["rate"]["max_tx"],
+        "min_tx_rate": vf["rate"]["min_tx"],
+        "spoofchk": vf["spoofchk"],
+        "trust": vf["trust"],
+        "link_state": vf["link_state"],
+    }
+
+
+def test_vf_control_through_pf(netns, guest_factory):
+    host = netns("vsr-vfc")
+    host_switch(host, 2)
+    g = guest_factory("vfctl", netns=host.name, qemu_args=vpf_args(2),
+                      kernel=paths.guest("vmlinuz-vfctl"),
+                      initrd=paths.guest("initramfs-vfctl.gz"))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 2)
+    vf1_mac = qmp_vfs(g)[1]["mac"]
+
+    # ip link show lists the PF's VFs (the virtio bus reports them).
+    vfs = guest_vfs(g, dev)
+    assert [vf["vf"] for vf in vfs] == [0, 1], vfs
+
+    g.check(f"ip link set {dev} vf 0 mac {VF_MAC} vlan 100 qos 3 spoofchk on trust off "
+            f"state enable max_tx_rate 1000")
+    expected0 = {"mac": VF_MAC, "vlan": 100, "qos": 3, "max_tx_rate": 1000, "min_tx_rate": 0,
+                 "spoofchk": True, "trust": False, "link_state": "enable"}
+    defaults1 = {"mac": vf1_mac, "vlan": 0, "qos": 0, "max_tx_rate": 0, "min_tx_rate": 0,
+                 "spoofchk": False, "trust": False, "link_state": "auto"}
+    vfs = guest_vfs(g, dev)
+    assert vf_summary(vfs[0]) == expected0
+    assert vf_summary(vfs[1]) == defaults1
+    text = g.check(f"ip -d link show {dev}")
+    assert f"vf 0     link/ether {VF_MAC}" in text and "vlan 100, qos 3" in text, text
+
+    # The VF's own netdev takes the MAC its PF gave it (as on real NICs).
+    g.wait_until(f"grep -qx {VF_MAC} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
+                 timeout=30)
+
+    # QMP says the same.
+    q0, q1 = qmp_vfs(g)
+    assert q0["mac"] == VF_MAC
+    assert q0["config"] == {"mac": VF_MAC, "vlan": 100, "qos": 3, "vlan-proto": "802.1Q",
+                            "spoof-check": True, "trust": False, "link-state": "enable",
+                            "min-tx-rate": 0, "max-tx-rate": 1000, "applied": "recorded"}
+    assert "mac" not in q1["config"] and q1["config"]["vlan"] == 0
+    assert q1["config"]["link-state"] == "auto" and q1["mac"] == vf1_mac
+
+    # Invalid values: the kernel's usual error, nothing changes.
+    bad = {
+        f"ip link set {dev} vf 2 mac 02:00:00:00:00:11": "Invalid argument",
+        f"ip link set {dev} vf 1 vlan 4095": "Invalid argument",
+        f"ip link set {dev} vf 1 mac 01:00:5e:00:00:01": "Invalid argument",
+        f"ip link set {dev} vf 1 max_tx_rate 20000": "Invalid argument",
+    }
+    for cmd, err in bad.items():
+        res = g.run(cmd)
+        assert res.status != 0, f"{cmd} was accepted"
+        assert err in res.stderr, f"{cmd}: {res.stderr}"
+    vfs = guest_vfs(g, dev)
+    assert vf_summary(vfs[0]) == expected0
+    assert vf_summary(vfs[1]) == defaults1
+    assert [vf["config"] for vf in qmp_vfs(g)] == [q0["config"], q1["config"]]
+
+    # 802.1ad reaches QMP too.
+    g.check(f"ip link set {dev} vf 1 vlan 10 qos 1 proto 802.1ad")
+    assert qmp_vfs(g)[1]["config"]["vlan-proto"] == "802.1ad"
+    g.check(f"ip link set {dev} vf 1 vlan 0")
+    assert qmp_vfs(g)[1]["config"]["vlan"] == 0
+
+    # The VFs carry traffic; the host switch learns VF 0's new MAC.
+    vf_into_netns(g, pf, 0, "a", "10.21.0.1/24")
+    vf_into_netns(g, pf, 1, "b", "10.21.0.2/24")
+    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
+                 "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
+    assert " 0% packet loss" in g.check("ip netns exec a ping -c 3 -W 5 10.21.0.2", timeout=60)
+    assert VF_MAC in host.run("bridge fdb show br br0").stdout
+    # Per-VF counters come from the tap backend (as seen from the VF).
+    stats = guest_vfs(g, dev)[0]["stats"]
+    assert stats["tx"]["packets"] >= 3 and stats["rx"]["packets"] >= 3, stats
+
+    # A VF that leaves starts over with its defaults.
+    g.check("ip netns del a && ip netns del b")
+    enable_vfs(g, pf, 0)
+    enable_vfs(g, pf, 2)
+    assert vf_summary(guest_vfs(g, dev)[0])["vlan"] == 0
+    q0 = qmp_vfs(g)[0]
+    assert "mac" not in q0["config"] and q0["config"]["vlan"] == 0
+
+
+def test_unpatched_guest_is_unaffected(netns, guest_factory):
+    host = netns("vsr-vfu")
+    host_switch(host, 2)
+    g = guest_factory("vfplain", netns=host.name, qemu_args=vpf_args(2))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 2)
+    res = g.run(f"ip link set {dev} vf 0 mac {VF_MAC}")
+    assert res.status != 0 and "Operation not supported" in res.stderr, res
+    assert "mac" not in qmp_vfs(g)[0]["config"]
+    # The VFs work as plain virtio-net.
+    vf_into_netns(g, pf, 0, "a", "10.22.0.1/24")
+    vf_into_netns(g, pf, 1, "b", "10.22.0.2/24")
+    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
+                 "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
+    assert " 0% packet loss" in g.check("ip netns exec a ping -c 3 -W 5 10.22.0.2", timeout=60)
