@@ -1,28 +1,34 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Go code of this repository: `go vet` and `go test` (the virtio-aware
-sysfs resolution that sriov-cni-patch/ adds to SR-IOV CNI), and gofmt."""
+sysfs resolution that sriov-cni-patch/ adds to SR-IOV CNI), and gofmt; the
+CNI flow program of tests/cni-flow is gofmt/vet clean and builds."""
 import os
 import subprocess
+
+import pytest
 
 from harness import paths
 
 MODULE = os.path.join(paths.SRC, "sriov-cni-patch")
+MODULES = [MODULE, os.path.join(paths.SRC, "tests", "cni-flow")]
 ENV = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0",
            GOCACHE=os.path.join(paths.CACHE, "go-build"))
 
 
-def go(*args):
-    return subprocess.run(["go", *args], cwd=MODULE, env=ENV, capture_output=True,
+def go(*args, cwd=MODULE):
+    return subprocess.run(["go", *args], cwd=cwd, env=ENV, capture_output=True,
                           text=True, timeout=600)
 
 
-def test_gofmt_clean():
-    p = subprocess.run(["gofmt", "-l", "."], cwd=MODULE, capture_output=True, text=True)
+@pytest.mark.parametrize("module", MODULES, ids=os.path.basename)
+def test_gofmt_clean(module):
+    p = subprocess.run(["gofmt", "-l", "."], cwd=module, capture_output=True, text=True)
     assert p.returncode == 0 and p.stdout == "", f"not gofmt-clean:\n{p.stdout}{p.stderr}"
 
 
-def test_go_vet():
-    p = go("vet", "./...")
+@pytest.mark.parametrize("module", MODULES, ids=os.path.basename)
+def test_go_vet(module):
+    p = go("vet", "./...", cwd=module)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
