@@ -45,6 +45,8 @@ static void entry_free(gpointer data)
 	struct vpd_entry *e = data;
 
 	g_free(e->owner);
+	g_free(e->vdpa_dev);
+	g_free(e->vhost_path);
 	g_free(e);
 }
 

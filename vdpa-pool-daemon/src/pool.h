@@ -47,6 +47,8 @@ struct vpd_entry {
 	pid_t pid;
 	char *owner;                  /* what the claimant calls itself (VM name) */
 	struct vpd_vf_attrs attrs;
+	char *vdpa_dev;               /* its vDPA device, set by provisioning */
+	char *vhost_path;             /* /dev/vhost-vdpa-N of that device */
 };
 
 struct vpd_pools {

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * vdpa-pool-daemon: owns the host's SR-IOV VFs and their vDPA devices, and
+ * hands vhost-vdpa backends to QEMU (docs/daemon-admin.md).
+ *
+ *   vdpa-pool-daemon [-c FILE] [--socket PATH] [--state PATH]
+ *                    [--fake-vhost-dir DIR]
+ *
+ * At start: load and check the configuration, provision (VFs, switchdev,
+ * one vDPA device per pooled VF bound to vhost_vdpa; idempotent), restore
+ * the claims of the state file, then serve the API socket until SIGTERM or
+ * SIGINT.  Stopping does not release claims: VFs in use keep their data
+ * plane, and a restarted daemon gives each claim back to its process.
+ *
+ * --fake-vhost-dir DIR skips provisioning and serves DIR/POOL-VF files as
+ * the pooled VFs' backends: for tests of the API without a kernel.
+ */
+#include "config.h"
+#include "pool.h"
+#include "provision.h"
+#include "server.h"
+#include "state.h"
+
+#include <glib-unix.h>
+#include <stdio.h>
+
+static gboolean quit(gpointer loop)
+{
+	g_message("stopping; claims stay in the state file");
+	g_main_loop_quit(loop);
+	return G_SOURCE_CONTINUE;
+}
+
+static void fake_backends(struct vpd_pools *pools, const char *dir)
+{
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+
+		e->vhost_path = g_strdup_printf("%s/%s-%u", dir, e->pool->name, e->vf);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	g_autofree char *config_path = g_strdup("/etc/vdpa-pool-daemon.conf");
+	g_autofree char *socket_path = NULL;
+	g_autofree char *state_path = NULL;
+	g_autofree char *fake_dir = NULL;
+	GOptionEntry options[] = {
+		{ "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
+		  "configuration file (default /etc/vdpa-pool-daemon.conf)", "FILE" },
+		{ "socket", 0, 0, G_OPTION_ARG_FILENAME, &socket_path,
+		  "API socket, instead of the configuration's", "PATH" },
+		{ "state", 0, 0, G_OPTION_ARG_FILENAME, &state_path,
+		  "state file, instead of the configuration's", "PATH" },
+		{ "fake-vhost-dir", 0, 0, G_OPTION_ARG_FILENAME, &fake_dir,
+		  "tests: no provisioning; backends are DIR/POOL-VF", "DIR" },
+		{ NULL }
+	};
+	g_autoptr(GOptionContext) ctx = g_option_context_new("- vDPA VF pool daemon");
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = NULL;
+	g_autoptr(vpd_pools) pools = NULL;
+	struct vpd_provision *prov = NULL;
+	struct vpd_server *server;
+	GMainLoop *loop;
+	int restored;
+
+	g_option_context_add_main_entries(ctx, options, NULL);
+	if (!g_option_context_parse(ctx, &argc, &argv, &err) || argc > 1) {
+		fprintf(stderr, "vdpa-pool-daemon: %s\n",
+			err ? err->message : "unexpected argument");
+		return 2;
+	}
+	cfg = vpd_config_load(config_path, &err);
+	if (!cfg) {
+		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
+		return 1;
+	}
+	pools = vpd_pools_new(cfg);
+
+	if (fake_dir) {
+		fake_backends(pools, fake_dir);
+	} else {
+		prov = vpd_provision_new(cfg, &err);
+		if (!prov || !vpd_provision_run(prov, pools, &err)) {
+			fprintf(stderr, "vdpa-pool-daemon: provisioning failed: %s\n",
+				err->message);
+			vpd_provision_free(prov);
+			return 1;
+		}
+	}
+
+	restored = vpd_state_load(pools, state_path ? state_path : cfg->state_path, &err);
+	if (restored < 0) {
+		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
+		vpd_provision_free(prov);
+		return 1;
+	}
+	server = vpd_server_new(cfg, pools, socket_path ? socket_path : cfg->socket_path,
+				state_path ? state_path : cfg->state_path, &err);
+	if (!server) {
+		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
+		vpd_provision_free(prov);
+		return 1;
+	}
+	if (prov)
+		vpd_server_set_apply(server, vpd_provision_apply, prov);
+
+	loop = g_main_loop_new(NULL, FALSE);
+	g_unix_signal_add(SIGTERM, quit, loop);
+	g_unix_signal_add(SIGINT, quit, loop);
+	vpd_server_watch_orphans(server);
+	g_message("ready: %u pooled VF(s), %d claim(s) restored, socket %s",
+		  pools->entries->len, restored, socket_path ? socket_path : cfg->socket_path);
+	/* For supervisors and tests: one line on stdout once the socket is up. */
+	printf("READY\n");
+	fflush(stdout);
+	g_main_loop_run(loop);
+
+	vpd_server_free(server);
+	vpd_provision_free(prov);
+	g_main_loop_unref(loop);
+	return 0;
+}

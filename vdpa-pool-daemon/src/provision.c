@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * provision: devlink and vdpa over generic netlink (libnl-genl-3), and the
+ * sysfs files the kernel offers for the rest (see provision.h).
+ */
+#include "provision.h"
+
+#include <errno.h>
+#include <gio/gio.h>
+#include <linux/devlink.h>
+#include <linux/vdpa.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <string.h>
+#include <unistd.h>
+
+struct vpd_provision {
+	const struct vpd_config *cfg;
+	struct nl_sock *sk;
+	int vdpa_family;
+	int devlink_family;
+};
+
+static bool fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static bool fail(GError **error, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, msg);
+	return false;
+}
+
+char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf)
+{
+	g_autofree char *name = g_strdup(pf->name);
+
+	g_strdelimit(name, "/:.", '-');
+	return g_strdup_printf("vpd-%s-%u", name, vf);
+}
+
+struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **error)
+{
+	struct vpd_provision *p = g_new0(struct vpd_provision, 1);
+	int err = 0;
+
+	p->cfg = cfg;
+	p->sk = nl_socket_alloc();
+	if (!p->sk || (err = genl_connect(p->sk)) < 0) {
+		fail(error, "generic netlink: %s", p->sk ? nl_geterror(err) : "out of memory");
+		vpd_provision_free(p);
+		return NULL;
+	}
+	p->vdpa_family = genl_ctrl_resolve(p->sk, "vdpa");
+	p->devlink_family = genl_ctrl_resolve(p->sk, DEVLINK_GENL_NAME);
+	if (p->vdpa_family < 0) {
+		fail(error, "the kernel has no vdpa netlink family (modprobe vdpa)");
+		vpd_provision_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void vpd_provision_free(struct vpd_provision *p)
+{
+	if (!p)
+		return;
+	if (p->sk)
+		nl_socket_free(p->sk);
+	g_free(p);
+}
+
+/* Send msg and wait for the kernel's ack; a negative libnl error on failure. */
+static int transact(struct vpd_provision *p, struct nl_msg *msg)
+{
+	int err = nl_send_auto(p->sk, msg);
+
+	nlmsg_free(msg);
+	if (err < 0)
+		return err;
+	return nl_wait_for_ack(p->sk);
+}
+
+/* ---- sysfs -------------------------------------------------------------- */
+
+static char *read_line(const char *path)
+{
+	char *text = NULL;
+
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return NULL;
+	g_strchomp(text);
+	return text;
+}
+
+static bool write_str(const char *path, const char *value, GError **error)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(value, f) < 0 || fclose(f) != 0) {
+		int e = errno;
+
+		return fail(error, "writing %s to %s: %s", value, path, g_strerror(e));
+	}
+	return true;
+}
+
+/* The PF's device folder in sysfs (resolved), for a netdev or pci/ADDR. */
+static char *pf_device_dir(const struct vpd_pf *pf, GError **error)
+{
+	g_autofree char *link = g_str_has_prefix(pf->name, "pci/")
+		? g_strdup_printf("/sys/bus/pci/devices/%s", pf->name + 4)
+		: g_strdup_printf("/sys/class/net/%s/device", pf->name);
+	char *dir = realpath(link, NULL);
+
+	if (!dir)
+		fail(error, "PF %s: %s not found (no such netdev or PCI function)", pf->name,
+		     link);
+	return dir;
+}
+
+/* ---- devlink: switchdev ------------------------------------------------- */
+
+static int eswitch_mode_cb(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[DEVLINK_ATTR_MAX + 1];
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, DEVLINK_ATTR_MAX, NULL) == 0 &&
+	    tb[DEVLINK_ATTR_ESWITCH_MODE])
+		*(int *)arg = nla_get_u16(tb[DEVLINK_ATTR_ESWITCH_MODE]);
+	return NL_OK;
+}
+
+static bool ensure_switchdev(struct vpd_provision *p, const struct vpd_pf *pf,
+			     const char *devdir, GError **error)
+{
+	g_autofree char *subsys_link = g_strdup_printf("%s/subsystem", devdir);
+	g_autofree char *subsys = realpath(subsys_link, NULL);
+	g_autofree char *bus = subsys ? g_path_get_basename(subsys) : NULL;
+	g_autofree char *dev = g_path_get_basename(devdir);
+	struct nl_msg *msg;
+	int mode = -1, err;
+
+	if (!bus)
+		return fail(error, "PF %s: no bus for %s", pf->name, devdir);
+	if (p->devlink_family < 0)
+		return fail(error, "PF %s: the kernel has no devlink netlink family", pf->name);
+	msg = nlmsg_alloc();
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->devlink_family, 0, NLM_F_REQUEST,
+		    DEVLINK_CMD_ESWITCH_GET, DEVLINK_GENL_VERSION);
+	nla_put_string(msg, DEVLINK_ATTR_BUS_NAME, bus);
+	nla_put_string(msg, DEVLINK_ATTR_DEV_NAME, dev);
+	err = nl_send_auto(p->sk, msg);
+	nlmsg_free(msg);
+	if (err >= 0) {
+		nl_socket_modify_cb(p->sk, NL_CB_VALID, NL_CB_CUSTOM, eswitch_mode_cb, &mode);
+		err = nl_recvmsgs_default(p->sk);
+		nl_socket_modify_cb(p->sk, NL_CB_VALID, NL_CB_DEFAULT, NULL, NULL);
+	}
+	if (err < 0)
+		return fail(error, "PF %s: devlink eswitch show %s/%s: %s", pf->name, bus, dev,
+			    nl_geterror(err));
+	if (mode == DEVLINK_ESWITCH_MODE_SWITCHDEV)
+		return true;
+	msg = nlmsg_alloc();
+	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->devlink_family, 0,
+		    NLM_F_REQUEST | NLM_F_ACK, DEVLINK_CMD_ESWITCH_SET, DEVLINK_GENL_VERSION);
+	nla_put_string(msg, DEVLINK_ATTR_BUS_NAME, bus);
+	nla_put_string(msg, DEVLINK_ATTR_DEV_NAME, dev);
+	nla_put_u16(msg, DEVLINK_ATTR_ESWITCH_MODE, DEVLINK_ESWITCH_MODE_SWITCHDEV);
+	err = transact(p, msg);
+	if (err < 0)
+		return fail(error, "PF %s: devlink eswitch set %s/%s mode switchdev: %s",
+			    pf->name, bus, dev, nl_geterror(err));
+	g_message("PF %s: eswitch in switchdev mode", pf->name);
+	return true;
+}
+
+/* ---- sriov_numvfs ------------------------------------------------------- */
+
+static bool ensure_num_vfs(const struct vpd_pf *pf, const char *devdir, GError **error)
+{
+	g_autofree char *path = g_strdup_printf("%s/sriov_numvfs", devdir);
+	g_autofree char *now = read_line(path);
+	g_autofree char *want = g_strdup_printf("%u", pf->num_vfs);
+
+	if (!now)
+		return fail(error, "PF %s: %s missing: not an SR-IOV PF", pf->name, path);
+	if (!strcmp(now, want))
+		return true;
+	/* The kernel changes the number of VFs only from and to zero. */
+	if (strcmp(now, "0") && !write_str(path, "0", error))
+		return false;
+	if (!write_str(path, want, error))
+		return false;
+	g_message("PF %s: %u VFs", pf->name, pf->num_vfs);
+	return true;
+}
+
+/* ---- vdpa devices ------------------------------------------------------- */
+
+static bool bind_vhost_vdpa(const char *name, GError **error)
+{
+	g_autofree char *drv_link = g_strdup_printf("/sys/bus/vdpa/devices/%s/driver", name);
+	g_autofree char *drv = realpath(drv_link, NULL);
+	g_autofree char *unbind = NULL;
+
+	if (drv && g_str_has_suffix(drv, "/vhost_vdpa"))
+		return true;
+	if (!g_file_test("/sys/bus/vdpa/drivers/vhost_vdpa", G_FILE_TEST_IS_DIR))
+		return fail(error, "vDPA device %s: the vhost_vdpa driver is not loaded "
+			    "(modprobe vhost_vdpa)", name);
+	if (drv) {
+		unbind = g_strdup_printf("%s/unbind", drv);
+		if (!write_str(unbind, name, error))
+			return false;
+	}
+	return write_str("/sys/bus/vdpa/drivers/vhost_vdpa/bind", name, error);
+}
+
+/* /dev/vhost-vdpa-N of a vDPA device bound to vhost_vdpa. */
+static char *vhost_path(const char *name, GError **error)
+{
+	g_autofree char *dir = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
+	g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+	const char *f;
+
+	while (d && (f = g_dir_read_name(d))) {
+		if (g_str_has_prefix(f, "vhost-vdpa-")) {
+			char *path = g_strdup_printf("/dev/%s", f);
+
+			/* devtmpfs creates the node with the device; wait a little. */
+			for (int i = 0; i < 200 && access(path, F_OK); i++)
+				g_usleep(10000);
+			if (access(path, F_OK) == 0)
+				return path;
+			fail(error, "vDPA device %s: %s did not appear", name, path);
+			g_free(path);
+			return NULL;
+		}
+	}
+	fail(error, "vDPA device %s has no vhost-vdpa char device", name);
+	return NULL;
+}
+
+static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
+			    const char *devdir, struct vpd_entry *e, GError **error)
+{
+	g_autofree char *name = vpd_vdpa_dev_name(pf, e->vf);
+	g_autofree char *sys = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
+	g_autofree char *mgmt = NULL;
+	const char *slash;
+	struct nl_msg *msg;
+	int err;
+
+	if (!g_file_test(sys, G_FILE_TEST_EXISTS)) {
+		if (!strcmp(pf->vdpa_mgmtdev, "auto")) {
+			g_autofree char *vfl = g_strdup_printf("%s/virtfn%u", devdir, e->vf);
+			g_autofree char *vf = realpath(vfl, NULL);
+			g_autofree char *addr = vf ? g_path_get_basename(vf) : NULL;
+
+			if (!addr)
+				return fail(error, "PF %s: VF %u has no PCI function (%s)",
+					    pf->name, e->vf, vfl);
+			mgmt = g_strdup_printf("pci/%s", addr);
+		} else {
+			mgmt = g_strdup(pf->vdpa_mgmtdev);
+		}
+		msg = nlmsg_alloc();
+		genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->vdpa_family, 0,
+			    NLM_F_REQUEST | NLM_F_ACK, VDPA_CMD_DEV_NEW, 0);
+		slash = strchr(mgmt, '/');
+		if (slash) {
+			g_autofree char *bus = g_strndup(mgmt, slash - mgmt);
+
+			nla_put_string(msg, VDPA_ATTR_MGMTDEV_BUS_NAME, bus);
+			nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, slash + 1);
+		} else {
+			nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, mgmt);
+		}
+		nla_put_string(msg, VDPA_ATTR_DEV_NAME, name);
+		nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, e->default_mac);
+		err = transact(p, msg);
+		if (err < 0)
+			return fail(error, "PF %s VF %u: vdpa dev add name %s mgmtdev %s: %s",
+				    pf->name, e->vf, name, mgmt, nl_geterror(err));
+	}
+	if (!bind_vhost_vdpa(name, error))
+		return false;
+	g_free(e->vhost_path);
+	e->vhost_path = vhost_path(name, error);
+	if (!e->vhost_path)
+		return false;
+	g_free(e->vdpa_dev);
+	e->vdpa_dev = g_steal_pointer(&name);
+	return true;
+}
+
+bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error)
+{
+	for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
+		const struct vpd_pf *pf = p->cfg->pfs->pdata[i];
+		g_autofree char *devdir = pf_device_dir(pf, error);
+		unsigned n = 0;
+
+		if (!devdir)
+			return false;
+		if (pf->switchdev && !ensure_switchdev(p, pf, devdir, error))
+			return false;
+		if (!ensure_num_vfs(pf, devdir, error))
+			return false;
+		for (unsigned j = 0; j < pools->entries->len; j++) {
+			struct vpd_entry *e = pools->entries->pdata[j];
+
+			if (e->pool->pf != pf)
+				continue;
+			if (!ensure_vdpa_dev(p, pf, devdir, e, error))
+				return false;
+			n++;
+		}
+		g_message("PF %s: %u pooled VF(s) with vDPA devices", pf->name, n);
+	}
+	return true;
+}
+
+bool vpd_provision_apply(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
+			 void *opaque, GError **error)
+{
+	/*
+	 * The VF's switch-port configuration (OVS flows on its representor)
+	 * is not implemented yet: the attributes are validated, recorded in
+	 * the state file and reported, not enforced.
+	 */
+	(void)opaque;
+	(void)error;
+	g_debug("VF %u of pool '%s': vlan %u mac %02x:%02x:%02x:%02x:%02x:%02x recorded", e->vf,
+		e->pool->name, attrs->vlan, attrs->mac[0], attrs->mac[1], attrs->mac[2],
+		attrs->mac[3], attrs->mac[4], attrs->mac[5]);
+	return true;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * provision: make the kernel hold what the configuration asks for.
+ *
+ * Per [pf]: the eswitch in switchdev mode (devlink generic netlink), the
+ * number of VFs (sriov_numvfs, the kernel's only interface for it), and per
+ * pooled VF one vDPA device (vdpa generic netlink) named vpd-PF-VF, bound
+ * to vhost_vdpa, whose /dev/vhost-vdpa-N becomes the entry's backend.
+ * Idempotent: what is already there is kept (a restart does not touch VFs
+ * in use); what differs is changed; what cannot be done is an error that
+ * names the PF or VF and the step.
+ */
+#ifndef VPD_PROVISION_H
+#define VPD_PROVISION_H
+
+#include "config.h"
+#include "pool.h"
+
+struct vpd_provision;
+
+struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **error);
+bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error);
+/* The datapath side of a VF's attributes (server.h's vpd_apply_fn). */
+bool vpd_provision_apply(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
+			 void *opaque, GError **error);
+void vpd_provision_free(struct vpd_provision *p);
+
+/* The vDPA device name of VF vf of pf (also used by tests and the CLI). */
+char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf);
+
+#endif

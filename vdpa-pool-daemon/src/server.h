@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * server: the daemon's API socket (docs/daemon-protocol.md).
+ *
+ * Runs in a GMainContext: accepts clients on a Unix stream socket, learns
+ * who each is from SO_PEERCRED, answers CLAIM (with the vhost-vdpa fds
+ * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY and STATUS, and releases
+ * everything a client holds the moment its connection closes.  Every
+ * change of the claims is written to the state file before it is
+ * answered.  Claims restored from the state file belong to no connection
+ * until their process reconnects (it gets them back) or exits (they are
+ * released; a pidfd tells the daemon at once).
+ */
+#ifndef VPD_SERVER_H
+#define VPD_SERVER_H
+
+#include "config.h"
+#include "pool.h"
+
+struct vpd_server;
+
+/*
+ * What the server asks of the datapath when a VF's attributes change
+ * (claimed with new attributes, or released back to the defaults).
+ * Returning false refuses the change; the server then answers with error.
+ */
+typedef bool (*vpd_apply_fn)(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
+			     void *opaque, GError **error);
+
+struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pools,
+				  const char *socket_path, const char *state_path,
+				  GError **error);
+void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
+/* Watch the processes of restored claims; call once the loop runs. */
+void vpd_server_watch_orphans(struct vpd_server *s);
+void vpd_server_free(struct vpd_server *s);
+
+#endif
