@@ -42,7 +42,7 @@ static void fake_backends(struct vpd_pools *pools, const char *dir)
 
 int main(int argc, char **argv)
 {
-	g_autofree char *config_path = g_strdup("/etc/vdpa-pool-daemon.conf");
+	g_autofree char *config_path = NULL;
 	g_autofree char *socket_path = NULL;
 	g_autofree char *state_path = NULL;
 	g_autofree char *fake_dir = NULL;
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 			err ? err->message : "unexpected argument");
 		return 2;
 	}
-	cfg = vpd_config_load(config_path, &err);
+	cfg = vpd_config_load(config_path ? config_path : "/etc/vdpa-pool-daemon.conf", &err);
 	if (!cfg) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
 		return 1;

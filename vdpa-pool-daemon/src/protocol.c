@@ -153,6 +153,7 @@ static bool known_type(uint16_t type)
 	case VPD_MSG_RELEASE:
 	case VPD_MSG_SET_ATTRS:
 	case VPD_MSG_QUERY:
+	case VPD_MSG_STATUS:
 	case VPD_MSG_REPLY:
 	case VPD_MSG_ERROR:
 		return true;

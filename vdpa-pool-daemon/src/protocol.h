@@ -33,6 +33,9 @@ enum vpd_msg_type {
 	VPD_MSG_RELEASE = 2,    /* handle */
 	VPD_MSG_SET_ATTRS = 3,  /* handle, attributes */
 	VPD_MSG_QUERY = 4,      /* -> VFs */
+	VPD_MSG_STATUS = 5,     /* -> every pooled VF, with POOL, OWNER and
+				 * COUNT (0 free, 1 claimed, 2 claimed by a
+				 * process not connected); root only */
 	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
 	VPD_MSG_ERROR = 65,     /* errno, message */
 };

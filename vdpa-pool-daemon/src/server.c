@@ -18,7 +18,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define VPD_MSG_STATUS 5        /* all VFs of all pools; root only */
 #define MAX_FDS 253             /* SCM_MAX_FD */
 
 struct client {

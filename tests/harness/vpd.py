@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A client of vdpa-pool-daemon's API (docs/daemon-protocol.md), written
+from the protocol reference independently of the daemon's C codec, so the
+tests check one against the other."""
+import array
+import os
+import socket
+import struct
+
+MAGIC, VERSION, HEADER = 0x31445056, 1, 16
+CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REPLY, ERROR = 1, 2, 3, 4, 5, 64, 65
+A = dict(POOL=1, OWNER=2, COUNT=3, HANDLE=4, VF=5, VF_INDEX=6, MAC=7, VLAN=8, QOS=9,
+         VLAN_PROTO=10, SPOOFCHK=11, TRUST=12, LINK_STATE=13, MIN_TX_RATE=14,
+         MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18)
+NAMES = {v: k for k, v in A.items()}
+FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROTO="<H",
+           SPOOFCHK="B", TRUST="B", LINK_STATE="B", MIN_TX_RATE="<I", MAX_TX_RATE="<I",
+           ERRNO="<I")
+
+
+class DaemonError(Exception):
+    def __init__(self, errno, message):
+        super().__init__(f"[errno {errno}] {message}")
+        self.errno, self.message = errno, message
+
+
+def attr(name, value):
+    t = A[name]
+    if isinstance(value, list):            # nested
+        v = b"".join(attr(n, x) for n, x in value)
+    elif name in FMT:
+        v = struct.pack(FMT[name], value)
+    elif isinstance(value, str):
+        v = value.encode() + b"\0"
+    else:
+        v = bytes(value)
+    return struct.pack("<HH", t, len(v)) + v + b"\0" * (-len(v) % 4)
+
+
+def encode(msg_type, seq, attrs):
+    payload = b"".join(attr(n, v) for n, v in attrs)
+    return struct.pack("<IHHII", MAGIC, VERSION, msg_type, seq, len(payload)) + payload
+
+
+def decode_attrs(data):
+    out = []
+    while data:
+        t, n = struct.unpack_from("<HH", data)
+        v = data[4:4 + n]
+        data = data[4 + n + (-n % 4):]
+        name = NAMES[t]
+        if name == "VF":
+            out.append((name, dict(decode_attrs(v))))
+        elif name in FMT:
+            out.append((name, struct.unpack(FMT[name], v)[0]))
+        elif name in ("MAC",):
+            out.append((name, ":".join(f"{b:02x}" for b in v)))
+        else:
+            out.append((name, v.rstrip(b"\0").decode()))
+    return out
+
+
+class Client:
+    def __init__(self, path, timeout=10):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.seq = 0
+
+    def close(self):
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def recv_reply(self):
+        """(type, seq, attrs, fds) of the next message."""
+        buf, fds = b"", []
+        while len(buf) < HEADER:
+            buf += self._recv(HEADER - len(buf), fds)
+        magic, _, t, seq, n = struct.unpack("<IHHII", buf)
+        assert magic == MAGIC
+        while len(buf) < HEADER + n:
+            buf += self._recv(HEADER + n - len(buf), fds)
+        return t, seq, decode_attrs(buf[HEADER:]), fds
+
+    def _recv(self, n, fds):
+        ancbuf = socket.CMSG_SPACE(253 * 4)
+        data, anc, _, _ = self.sock.recvmsg(n, ancbuf)
+        if not data:
+            raise ConnectionError("the daemon closed the connection")
+        for level, ctype, cdata in anc:
+            if level == socket.SOL_SOCKET and ctype == socket.SCM_RIGHTS:
+                a = array.array("i")
+                a.frombytes(cdata[:len(cdata) - len(cdata) % 4])
+                fds.extend(a)
+        return data
+
+    def request(self, msg_type, attrs=()):
+        self.seq += 1
+        self.send_raw(encode(msg_type, self.seq, attrs))
+        t, seq, out, fds = self.recv_reply()
+        assert seq == self.seq, (seq, self.seq)
+        if t == ERROR:
+            d = dict(out)
+            raise DaemonError(d["ERRNO"], d["MESSAGE"])
+        assert t == REPLY
+        return out, fds
+
+    def claim(self, pool, count, owner="test"):
+        """[(vf dict, fd)] of count VFs claimed from pool."""
+        out, fds = self.request(CLAIM, [("POOL", pool), ("OWNER", owner), ("COUNT", count)])
+        vfs = [v for n, v in out if n == "VF"]
+        assert len(vfs) == len(fds) == count, (out, fds)
+        return list(zip(vfs, fds))
+
+    def release(self, handle):
+        self.request(RELEASE, [("HANDLE", handle)])
+
+    def set_attrs(self, handle, **attrs):
+        items = [("HANDLE", handle)]
+        for k, v in attrs.items():
+            name = k.upper()
+            items.append((name, bytes(int(x, 16) for x in v.split(":")) if name == "MAC"
+                          else v))
+        out, _ = self.request(SET_ATTRS, items)
+        return dict(out)["VF"]
+
+    def query(self):
+        return [v for n, v in self.request(QUERY)[0] if n == "VF"]
+
+    def status(self):
+        return [v for n, v in self.request(STATUS)[0] if n == "VF"]
+
+
+def close_fds(fds):
+    for fd in fds:
+        os.close(fd)

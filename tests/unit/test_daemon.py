@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""vdpa-pool-daemon's API against the real daemon (built with ASan/UBSan),
+with the kernel faked: --fake-vhost-dir serves plain files as the pooled
+VFs' vhost-vdpa devices, so claims, fd passing, authorisation by peer
+credentials, release on disconnect, the state file and restarts are tested
+here; provisioning is tested against the real kernel at Level 1."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from harness import vpd
+
+CONFIG = """
+[daemon]
+socket = {d}/api.sock
+state = {d}/state
+[pf eni0np1]
+num-vfs = 4
+vdpa-mgmtdev = vdpasim_net
+[pool a]
+pf = eni0np1
+vfs = 0-2
+allow-uids = 0
+vlans = 100-199
+[pool b]
+pf = eni0np1
+vfs = 3
+"""
+NOBODY = 65534
+SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
+           "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+
+
+def daemon_binary():
+    return os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon", "vdpa-pool-daemon")
+
+
+class Daemon:
+    def __init__(self, d):
+        self.d = d
+        self.sock = os.path.join(d, "api.sock")
+        self.proc = None
+
+    def start(self):
+        self.log = open(os.path.join(self.d, "daemon.log"), "a")
+        self.proc = subprocess.Popen(
+            [daemon_binary(), "-c", os.path.join(self.d, "vpd.conf"),
+             "--fake-vhost-dir", os.path.join(self.d, "dev")],
+            stdout=subprocess.PIPE, stderr=self.log, text=True,
+            env=dict(os.environ, **SAN_ENV))
+        line = self.proc.stdout.readline()
+        assert line == "READY\n", f"daemon did not start: {line!r}\n{self.logtext()}"
+        return self
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=30)
+        self.log.close()
+        assert rc == 0, f"daemon exited {rc}\n{self.logtext()}"
+
+    def logtext(self):
+        with open(os.path.join(self.d, "daemon.log")) as f:
+            return f.read()
+
+    def client(self):
+        return vpd.Client(self.sock)
+
+
+@pytest.fixture
+def daemon():
+    # Not pytest's tmp_path: other users must reach the socket (their
+    # refusal is the daemon's to give, not the file system's).
+    d = tempfile.mkdtemp(prefix="vsriov-vpd-")
+    os.chmod(d, 0o755)
+    os.makedirs(os.path.join(d, "dev"))
+    for pool, vfs in (("a", range(3)), ("b", [3])):
+        for vf in vfs:
+            with open(os.path.join(d, "dev", f"{pool}-{vf}"), "w") as f:
+                f.write(f"{pool}-{vf}")
+    with open(os.path.join(d, "vpd.conf"), "w") as f:
+        f.write(CONFIG.format(d=d))
+    dm = Daemon(d).start()
+    yield dm
+    if dm.proc.poll() is None:
+        dm.stop()
+    log = dm.logtext()
+    shutil.rmtree(d)
+    assert "ERROR: AddressSanitizer" not in log
+    assert "runtime error" not in log
+
+
+# A client in its own process, which claims and then waits, so that the
+# test can kill it (or let it reconnect) like a QEMU.
+HOLDER = """
+import sys, time
+sys.path.insert(0, {harness!r})
+from harness import vpd
+c = vpd.Client({sock!r})
+got = c.claim({pool!r}, {n})
+print(" ".join(str(v["HANDLE"]) for v, _ in got), flush=True)
+line = sys.stdin.readline()
+if line.startswith("reconnect"):
+    c = vpd.Client({sock!r})
+    print(" ".join(str(v["HANDLE"]) for v in c.query()), flush=True)
+    sys.stdin.readline()
+"""
+
+
+def holder(dm, pool, n, user=None):
+    code = HOLDER.format(harness=os.path.dirname(os.path.dirname(vpd.__file__)),
+                         sock=dm.sock, pool=pool, n=n)
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         user=user, group=user, extra_groups=[] if user else None)
+    return p
+
+
+def free_count(dm, pool):
+    with dm.client() as c:
+        return sum(1 for v in c.status() if v["POOL"] == pool and v["COUNT"] == 0)
+
+
+def wait_free(dm, pool, n, timeout):
+    deadline = time.monotonic() + timeout
+    while free_count(dm, pool) != n:
+        assert time.monotonic() < deadline, f"pool {pool} not back to {n} free"
+        time.sleep(0.01)
+    return time.monotonic()
+
+
+def test_claim_passes_vhost_fds(daemon):
+    with daemon.client() as c:
+        got = c.claim("a", 2, owner="vm1")
+        for vf, fd in got:
+            st = os.fstat(fd)
+            path = os.path.join(daemon.d, "dev", f"a-{vf['VF_INDEX']}")
+            assert vf["VHOST_PATH"] == path
+            assert (st.st_dev, st.st_ino) == (os.stat(path).st_dev, os.stat(path).st_ino)
+            assert vf["VLAN"] == 0 and vf["SPOOFCHK"] == 1  # the pool enforces it
+        vpd.close_fds(fd for _, fd in got)
+        assert sorted(v["HANDLE"] for v in c.query()) == sorted(v["HANDLE"] for v, _ in got)
+        with pytest.raises(vpd.DaemonError) as e:
+            c.claim("a", 2)
+        assert e.value.errno == 28 and "pool 'a' has 1 free VF(s), 2 asked" in e.value.message
+        with pytest.raises(vpd.DaemonError) as e:
+            c.claim("nosuch", 1)
+        assert e.value.errno == 2 and "no pool named 'nosuch'" in e.value.message
+        # Release one explicitly; the other goes with the connection.
+        c.release(got[0][0]["HANDLE"])
+        assert free_count(daemon, "a") == 2
+    wait_free(daemon, "a", 3, timeout=1)
+
+
+def test_attributes_within_policy(daemon):
+    with daemon.client() as c:
+        ((vf, fd),) = c.claim("a", 1)
+        os.close(fd)
+        h = vf["HANDLE"]
+        out = c.set_attrs(h, vlan=100, qos=3, mac="02:00:00:00:00:10", max_tx_rate=1000)
+        assert (out["VLAN"], out["QOS"], out["MAC"], out["MAX_TX_RATE"]) == \
+            (100, 3, "02:00:00:00:00:10", 1000)
+        for attrs, msg in (({"vlan": 4095}, "VLAN 4095 is not a VLAN id (0-4094)"),
+                           ({"vlan": 200}, "VLAN 200 is outside pool 'a''s range 100-199"),
+                           ({"mac": "01:00:5e:00:00:01"}, "is not a unicast address"),
+                           ({"trust": 1}, "pool 'a' does not allow trusted VFs")):
+            with pytest.raises(vpd.DaemonError) as e:
+                c.set_attrs(h, **attrs)
+            assert e.value.errno == 22 and msg in e.value.message
+        # Refused requests changed nothing.
+        (now,) = c.query()
+        assert (now["VLAN"], now["MAC"]) == (100, "02:00:00:00:00:10")
+    # Released with the connection, the VF is back to its defaults.
+    wait_free(daemon, "a", 3, timeout=1)
+    with daemon.client() as c:
+        assert all(v["VLAN"] == 0 for v in c.status())
+
+
+def test_unauthorised_peer_is_refused(daemon):
+    p = holder(daemon, "a", 1, user=NOBODY)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode != 0
+    assert f"uid {NOBODY} gid {NOBODY} may not claim from pool 'a'" in err, err
+    # Nor may it see everyone's claims, nor touch a VF it does not hold.
+    code = ("import sys; sys.path.insert(0, %r); from harness import vpd\n"
+            "c = vpd.Client(%r)\n"
+            "for f in (c.status, lambda: c.release(0)):\n"
+            "    try: f()\n"
+            "    except vpd.DaemonError as e: print(e.errno, e.message)\n"
+            % (os.path.dirname(os.path.dirname(vpd.__file__)), daemon.sock))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         user=NOBODY, group=NOBODY, extra_groups=[], timeout=30).stdout
+    assert "1 STATUS is for root only" in out
+    assert "1 that VF is not claimed by this client" in out
+    assert free_count(daemon, "a") == 3
+
+
+def test_killed_client_releases_within_1s(daemon):
+    p = holder(daemon, "a", 2)
+    assert len(p.stdout.readline().split()) == 2
+    assert free_count(daemon, "a") == 1
+    p.kill()
+    wait_free(daemon, "a", 3, timeout=1)
+    p.wait()
+
+
+def test_garbage_closes_only_that_connection(daemon):
+    with daemon.client() as c:
+        c.send_raw(b"\0" * 16)
+        with pytest.raises((ConnectionError, OSError)):
+            c.recv_reply()
+    with daemon.client() as c:
+        c.send_raw(vpd.encode(vpd.CLAIM, 1, [("POOL", "a")])[:-2] + b"\xff\xff")
+        with pytest.raises((ConnectionError, OSError)):
+            c.recv_reply()
+    assert free_count(daemon, "a") == 3
+
+
+def test_restart_keeps_claims_and_gives_them_back(daemon):
+    p = holder(daemon, "a", 2)
+    handles = sorted(p.stdout.readline().split())
+    daemon.stop()
+    daemon.start()
+    # Restored from the state file, held by nobody until pid reconnects.
+    with daemon.client() as c:
+        held = [v for v in c.status() if v["COUNT"] == 2]
+    assert sorted(str(v["HANDLE"]) for v in held) == handles
+    p.stdin.write("reconnect\n")
+    p.stdin.flush()
+    assert sorted(p.stdout.readline().split()) == handles
+    assert free_count(daemon, "a") == 1
+    p.kill()
+    wait_free(daemon, "a", 3, timeout=1)
+
+
+def test_claims_of_a_process_gone_while_stopped_are_released(daemon):
+    p = holder(daemon, "b", 1)
+    p.stdout.readline()
+    daemon.stop()
+    p.kill()
+    p.wait()
+    daemon.start()
+    assert free_count(daemon, "b") == 1
+    assert "VF(s) it held released" in daemon.logtext()
+
+
+def test_restored_claim_released_when_its_process_exits(daemon):
+    p = holder(daemon, "b", 1)
+    p.stdout.readline()
+    daemon.stop()
+    daemon.start()
+    assert free_count(daemon, "b") == 0
+    p.kill()           # never reconnected: its pidfd tells the daemon
+    wait_free(daemon, "b", 1, timeout=1)
