@@ -52,10 +52,8 @@ static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
     return VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vpf->vfs[i])->bus));
 }
 
-static void vf_config_defaults(VsriovPF *vpf, uint16_t i)
+static void config_defaults(VsriovVFConfig *c)
 {
-    VsriovVFConfig *c = &vpf->vfcfg[i];
-
     memset(c, 0, sizeof(*c));
     c->vlan_proto = ETH_P_8021Q;
     c->link_state = VSRIOV_VFCFG_LINK_AUTO;
@@ -117,6 +115,32 @@ static void vf_apply_link(VsriovPF *vpf, uint16_t i)
  * Ask the pool's provider to apply @c to VF @i's datapath.  A provider
  * without a configure method (the static pool) records it only.
  */
+static uint32_t vf_config_diff(const VsriovVFConfig *a, const VsriovVFConfig *b)
+{
+    uint32_t d = 0;
+
+    if (a->mac_set != b->mac_set || memcmp(a->mac, b->mac, ETH_ALEN)) {
+        d |= VSRIOV_VF_CFG_MAC;
+    }
+    if (a->vlan != b->vlan || a->qos != b->qos ||
+        a->vlan_proto != b->vlan_proto) {
+        d |= VSRIOV_VF_CFG_VLAN;
+    }
+    if (a->spoofchk != b->spoofchk) {
+        d |= VSRIOV_VF_CFG_SPOOFCHK;
+    }
+    if (a->trust != b->trust) {
+        d |= VSRIOV_VF_CFG_TRUST;
+    }
+    if (a->link_state != b->link_state) {
+        d |= VSRIOV_VF_CFG_LINK_STATE;
+    }
+    if (a->min_tx_rate != b->min_tx_rate || a->max_tx_rate != b->max_tx_rate) {
+        d |= VSRIOV_VF_CFG_RATE;
+    }
+    return d;
+}
+
 static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
@@ -125,7 +149,8 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
     if (!pc->configure) {
         return VSRIOV_VFCFG_S_OK;
     }
-    if (!pc->configure(vpf->pool, vpf->backends[i], c, &err)) {
+    if (!pc->configure(vpf->pool, vpf->backends[i], c,
+                       vf_config_diff(&vpf->vfcfg[i], c), &err)) {
         error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
         warn_report_err(err);
         return VSRIOV_VFCFG_S_EPERM;
@@ -137,16 +162,18 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
 {
     VsriovVFConfig old = vpf->vfcfg[i];
+    VsriovVFConfig def;
 
-    vf_config_defaults(vpf, i);
+    config_defaults(&def);
+    if (vf_config_diff(&old, &def)) {
+        vf_configure(vpf, i, &def);
+    }
+    vpf->vfcfg[i] = def;
     if (old.mac_set) {
         vf_apply_mac(vpf, i, vpf->vf_pool_mac[i].a);
     }
     if (old.link_state != VSRIOV_VFCFG_LINK_AUTO) {
         vf_apply_link(vpf, i);
-    }
-    if (memcmp(&old, &vpf->vfcfg[i], sizeof(old))) {
-        vf_configure(vpf, i, &vpf->vfcfg[i]);
     }
 }
 
@@ -361,7 +388,7 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
     vpf->vfcfg = g_new0(VsriovVFConfig, vpf->num_vfs);
     vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
-        vf_config_defaults(vpf, i);
+        config_defaults(&vpf->vfcfg[i]);
         vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
     }
 }

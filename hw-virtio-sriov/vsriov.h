@@ -35,6 +35,14 @@ typedef struct VsriovVFConfig {
     uint32_t max_tx_rate;
 } VsriovVFConfig;
 
+/* Which parts of a VsriovVFConfig changed (configure's @changed). */
+#define VSRIOV_VF_CFG_MAC           (1u << 0)
+#define VSRIOV_VF_CFG_VLAN          (1u << 1)   /* vlan, qos, vlan_proto */
+#define VSRIOV_VF_CFG_SPOOFCHK      (1u << 2)
+#define VSRIOV_VF_CFG_TRUST         (1u << 3)
+#define VSRIOV_VF_CFG_LINK_STATE    (1u << 4)
+#define VSRIOV_VF_CFG_RATE          (1u << 5)   /* min and max */
+
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 
 /*
@@ -61,7 +69,8 @@ struct VsriovPoolClass {
      * configuration is recorded and reported only.
      */
     bool (*configure)(VsriovPool *pool, NetClientState *nc,
-                      const VsriovVFConfig *cfg, Error **errp);
+                      const VsriovVFConfig *cfg, uint32_t changed,
+                      Error **errp);
 };
 
 typedef struct VsriovPoolEntry {

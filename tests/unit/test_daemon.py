@@ -257,3 +257,31 @@ def test_restored_claim_released_when_its_process_exits(daemon):
     assert free_count(daemon, "b") == 0
     p.kill()           # never reconnected: its pidfd tells the daemon
     wait_free(daemon, "b", 1, timeout=1)
+
+
+def qemu(*args):
+    from harness import paths
+    return subprocess.run([paths.QEMU_BIN, "-M", "q35", "-nodefaults", "-display", "none",
+                           *args], capture_output=True, text=True, timeout=120)
+
+
+def test_qemu_daemon_pool_errors_and_release(daemon):
+    """QEMU's vsriov-daemon-pool: an unknown pool or a daemon that is not
+    there stops QEMU with a sentence that says so; the VFs QEMU claimed go
+    back to the pool when it exits (here: the fake fds are no vhost-vdpa
+    devices, which QEMU says too)."""
+    p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=nosuch,count=1")
+    assert p.returncode == 1
+    assert "vsriov-daemon-pool 'p0': the daemon refused: no pool named 'nosuch'" in p.stderr
+    p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={daemon.d}/nosock,pool=a,count=1")
+    assert p.returncode == 1
+    assert "cannot connect to vdpa-pool-daemon at" in p.stderr
+    p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=a,count=9")
+    assert "the daemon refused: pool 'a' has 3 free VF(s), 9 asked" in p.stderr
+    p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=a,count=2",
+             "-device", "pcie-root-port,id=rp0", "-netdev", "user,id=n0",
+             "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0")
+    assert p.returncode == 1
+    assert "Fail to query features from vhost-vDPA device" in p.stderr
+    wait_free(daemon, "a", 3, timeout=1)
+    assert "2 VF(s) claimed by 'p0'" in daemon.logtext()

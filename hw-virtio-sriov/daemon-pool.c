@@ -1,0 +1,573 @@
+/*
+ * vsriov-daemon-pool: VF backends claimed from vdpa-pool-daemon
+ *
+ * The second provider of the vsriov-pool interface.  When the object is
+ * created it connects to the daemon's API socket, claims @count VFs of the
+ * daemon's pool @pool (docs/daemon-protocol.md) and receives one
+ * vhost-vdpa file descriptor per VF; the first time a virtual PF asks for
+ * backends, each descriptor becomes a vhost-vdpa netdev ("<id>.<n>").  The
+ * VF configuration the guest sets through its PF (vfcfg.c) goes to the
+ * daemon, which checks it against the pool's policy and applies it to the
+ * datapath.  The connection stays open for the life of the object: when
+ * QEMU exits or the object goes, the daemon releases the VFs.
+ *
+ *   -object vsriov-daemon-pool,id=p0,socket=/run/vdpa-pool-daemon/api.sock,
+ *           pool=tenant-a,count=4
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-net.h"
+#include "qapi/qapi-types-net.h"
+#include "qapi/visitor.h"
+#include "qemu/error-report.h"
+#include "qemu/sockets.h"
+#include "qom/object_interfaces.h"
+#include "net/net.h"
+#include "vsriov.h"
+#include "trace.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define TYPE_VSRIOV_DAEMON_POOL "vsriov-daemon-pool"
+OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
+
+/* The daemon's wire format (docs/daemon-protocol.md) */
+#define VPD_MAGIC           0x31445056u
+#define VPD_VERSION         1
+#define VPD_HEADER_SIZE     16
+#define VPD_MAX_PAYLOAD     (64 * 1024)
+#define VPD_MAX_FDS         253
+#define VPD_MSG_CLAIM       1
+#define VPD_MSG_SET_ATTRS   3
+#define VPD_MSG_REPLY       64
+#define VPD_MSG_ERROR       65
+#define VPD_A_POOL          1
+#define VPD_A_OWNER         2
+#define VPD_A_COUNT         3
+#define VPD_A_HANDLE        4
+#define VPD_A_VF            5
+#define VPD_A_MAC           7
+#define VPD_A_VLAN          8
+#define VPD_A_QOS           9
+#define VPD_A_VLAN_PROTO    10
+#define VPD_A_SPOOFCHK      11
+#define VPD_A_TRUST         12
+#define VPD_A_LINK_STATE    13
+#define VPD_A_MIN_TX_RATE   14
+#define VPD_A_MAX_TX_RATE   15
+#define VPD_A_ERRNO         17
+#define VPD_A_MESSAGE       18
+
+#define VPD_TIMEOUT_S       5
+
+struct VsriovDaemonPool {
+    VsriovPool parent_obj;
+
+    /* properties */
+    char *socket;
+    char *pool;
+    uint32_t count;
+
+    /* runtime */
+    int fd;                 /* connection to the daemon */
+    uint32_t seq;
+    int *vhost_fds;         /* until they become netdevs */
+    uint32_t *handles;      /* the daemon's handle of each VF */
+    bool netdevs_created;
+};
+
+static VsriovPoolClass *parent_class;
+
+/* ---- messages ----------------------------------------------------------- */
+
+static void put_attr(GByteArray *m, uint16_t type, const void *v, uint16_t len)
+{
+    uint8_t hdr[4];
+    static const uint8_t pad[3];
+
+    stw_le_p(hdr, type);
+    stw_le_p(hdr + 2, len);
+    g_byte_array_append(m, hdr, 4);
+    g_byte_array_append(m, v, len);
+    g_byte_array_append(m, pad, (4 - len % 4) % 4);
+}
+
+static void put_u8(GByteArray *m, uint16_t type, uint8_t v)
+{
+    put_attr(m, type, &v, 1);
+}
+
+static void put_u16(GByteArray *m, uint16_t type, uint16_t v)
+{
+    uint8_t b[2];
+
+    stw_le_p(b, v);
+    put_attr(m, type, b, 2);
+}
+
+static void put_u32(GByteArray *m, uint16_t type, uint32_t v)
+{
+    uint8_t b[4];
+
+    stl_le_p(b, v);
+    put_attr(m, type, b, 4);
+}
+
+static void put_str(GByteArray *m, uint16_t type, const char *s)
+{
+    put_attr(m, type, s, strlen(s) + 1);
+}
+
+static GByteArray *msg_new(uint16_t type, uint32_t seq)
+{
+    GByteArray *m = g_byte_array_new();
+    uint8_t hdr[VPD_HEADER_SIZE];
+
+    stl_le_p(hdr, VPD_MAGIC);
+    stw_le_p(hdr + 4, VPD_VERSION);
+    stw_le_p(hdr + 6, type);
+    stl_le_p(hdr + 8, seq);
+    stl_le_p(hdr + 12, 0);
+    g_byte_array_append(m, hdr, sizeof(hdr));
+    return m;
+}
+
+/*
+ * Send @m and read the answer: its payload, and the fds that came with it
+ * (at most @max_fds; more is an error).  An ERROR answer becomes @errp
+ * with the daemon's sentence.
+ */
+static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
+                            int max_fds, int *nfds, Error **errp)
+{
+    const char *id = object_get_canonical_path_component(OBJECT(dp));
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * VPD_MAX_FDS)];
+        struct cmsghdr align;
+    } u;
+    uint8_t hdr[VPD_HEADER_SIZE];
+    g_autoptr(GByteArray) payload = NULL;
+    uint32_t len, got = 0;
+    int n_fds = 0;
+
+    stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
+    if (dp->fd < 0 || qemu_send_full(dp->fd, m->data, m->len) != m->len) {
+        error_setg(errp, "vsriov-daemon-pool '%s': cannot send to %s",
+                   id, dp->socket);
+        return NULL;
+    }
+    payload = g_byte_array_new();
+    while (got < VPD_HEADER_SIZE + payload->len || got < VPD_HEADER_SIZE) {
+        struct iovec iov;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = u.buf,
+                             .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *cm;
+        ssize_t r;
+
+        if (got < VPD_HEADER_SIZE) {
+            iov.iov_base = hdr + got;
+            iov.iov_len = VPD_HEADER_SIZE - got;
+        } else {
+            iov.iov_base = payload->data + got - VPD_HEADER_SIZE;
+            iov.iov_len = payload->len - (got - VPD_HEADER_SIZE);
+        }
+        r = recvmsg(dp->fd, &mh, MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                for (int i = 0; i < k; i++) {
+                    int fd;
+
+                    memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                    if (n_fds < max_fds) {
+                        fds[n_fds++] = fd;
+                    } else {
+                        close(fd);
+                        n_fds = max_fds + 1;
+                    }
+                }
+            }
+        }
+        if (r <= 0) {
+            error_setg(errp, "vsriov-daemon-pool '%s': %s closed the "
+                       "connection or did not answer within %d s", id,
+                       dp->socket, VPD_TIMEOUT_S);
+            goto fail;
+        }
+        got += r;
+        if (got == VPD_HEADER_SIZE) {
+            len = ldl_le_p(hdr + 12);
+            if (ldl_le_p(hdr) != VPD_MAGIC || len > VPD_MAX_PAYLOAD ||
+                (len % 4)) {
+                error_setg(errp, "vsriov-daemon-pool '%s': %s does not speak "
+                           "the vdpa-pool-daemon protocol", id, dp->socket);
+                goto fail;
+            }
+            g_byte_array_set_size(payload, len);
+        }
+    }
+    if (n_fds > max_fds) {
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon sent more file "
+                   "descriptors than asked for", id);
+        goto fail;
+    }
+    if (lduw_le_p(hdr + 6) == VPD_MSG_ERROR) {
+        const char *msg = "unknown error";
+
+        for (uint32_t o = 0; o + 4 <= payload->len;) {
+            uint16_t t = lduw_le_p(payload->data + o);
+            uint16_t l = lduw_le_p(payload->data + o + 2);
+
+            if (o + 4 + l > payload->len) {
+                break;
+            }
+            if (t == VPD_A_MESSAGE && l && !payload->data[o + 4 + l - 1]) {
+                msg = (const char *)payload->data + o + 4;
+            }
+            o += 4 + ROUND_UP(l, 4);
+        }
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon refused: %s",
+                   id, msg);
+        goto fail;
+    }
+    if (lduw_le_p(hdr + 6) != VPD_MSG_REPLY) {
+        error_setg(errp, "vsriov-daemon-pool '%s': unexpected answer type %u",
+                   id, lduw_le_p(hdr + 6));
+        goto fail;
+    }
+    *nfds = n_fds;
+    return g_steal_pointer(&payload);
+
+fail:
+    for (int i = 0; i < MIN(n_fds, max_fds); i++) {
+        close(fds[i]);
+    }
+    return NULL;
+}
+
+/* The HANDLE of each VF attribute of a CLAIM reply, in order. */
+static bool parse_handles(GByteArray *p, uint32_t *handles, uint32_t n)
+{
+    uint32_t found = 0;
+
+    for (uint32_t o = 0; o + 4 <= p->len;) {
+        uint16_t t = lduw_le_p(p->data + o);
+        uint16_t l = lduw_le_p(p->data + o + 2);
+
+        if (o + 4 + l > p->len) {
+            return false;
+        }
+        if (t == VPD_A_VF) {
+            for (uint32_t i = o + 4; i + 8 <= o + 4 + l;) {
+                uint16_t it = lduw_le_p(p->data + i);
+                uint16_t il = lduw_le_p(p->data + i + 2);
+
+                if (it == VPD_A_HANDLE && il == 4 && found < n) {
+                    handles[found++] = ldl_le_p(p->data + i + 4);
+                    break;
+                }
+                i += 4 + ROUND_UP(il, 4);
+            }
+        }
+        o += 4 + ROUND_UP(l, 4);
+    }
+    return found == n;
+}
+
+/* ---- the pool ----------------------------------------------------------- */
+
+static char *entry_netdev(VsriovDaemonPool *dp, uint32_t i)
+{
+    return g_strdup_printf("%s.%u",
+                           object_get_canonical_path_component(OBJECT(dp)), i);
+}
+
+/* Turn the claimed descriptors into vhost-vdpa netdevs, once. */
+static bool ensure_netdevs(VsriovDaemonPool *dp, Error **errp)
+{
+    if (dp->netdevs_created) {
+        return true;
+    }
+    for (uint32_t i = 0; i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+        g_autofree char *fd = g_strdup_printf("%d", dp->vhost_fds[i]);
+        Netdev nd = {
+            .id = id,
+            .type = NET_CLIENT_DRIVER_VHOST_VDPA,
+            .u.vhost_vdpa.vhostfd = fd,
+        };
+
+        if (qemu_find_netdev(id)) {
+            continue;
+        }
+        qmp_netdev_add(&nd, errp);
+        if (!qemu_find_netdev(id)) {
+            error_prepend(errp, "vsriov-daemon-pool '%s': VF %u: ",
+                object_get_canonical_path_component(OBJECT(dp)), i);
+            return false;
+        }
+        dp->vhost_fds[i] = -1;  /* the netdev owns it */
+    }
+    dp->netdevs_created = true;
+    return true;
+}
+
+static unsigned daemon_available(VsriovPool *pool)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    Error *err = NULL;
+
+    if (!ensure_netdevs(dp, &err)) {
+        warn_report_err(err);
+        return 0;
+    }
+    return parent_class->available(pool);
+}
+
+static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
+                                    Error **errp)
+{
+    if (!ensure_netdevs(VSRIOV_DAEMON_POOL(pool), errp)) {
+        return NULL;
+    }
+    return parent_class->claim(pool, owner, errp);
+}
+
+static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
+                             const VsriovVFConfig *c, uint32_t changed,
+                             Error **errp)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    g_autoptr(GByteArray) m = NULL;
+    g_autoptr(GByteArray) reply = NULL;
+    uint32_t i;
+    int nfds;
+
+    for (i = 0; i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+
+        if (!strcmp(id, nc->name)) {
+            break;
+        }
+    }
+    if (i == dp->count) {
+        error_setg(errp, "netdev '%s' is not one of this pool's", nc->name);
+        return false;
+    }
+    m = msg_new(VPD_MSG_SET_ATTRS, ++dp->seq);
+    put_u32(m, VPD_A_HANDLE, dp->handles[i]);
+    if ((changed & VSRIOV_VF_CFG_MAC) && c->mac_set) {
+        put_attr(m, VPD_A_MAC, c->mac, 6);
+    }
+    if (changed & VSRIOV_VF_CFG_VLAN) {
+        put_u16(m, VPD_A_VLAN, c->vlan);
+        put_u8(m, VPD_A_QOS, c->qos);
+        put_u16(m, VPD_A_VLAN_PROTO, c->vlan_proto);
+    }
+    if (changed & VSRIOV_VF_CFG_SPOOFCHK) {
+        put_u8(m, VPD_A_SPOOFCHK, c->spoofchk);
+    }
+    if (changed & VSRIOV_VF_CFG_TRUST) {
+        put_u8(m, VPD_A_TRUST, c->trust);
+    }
+    if (changed & VSRIOV_VF_CFG_LINK_STATE) {
+        put_u8(m, VPD_A_LINK_STATE, c->link_state);
+    }
+    if (changed & VSRIOV_VF_CFG_RATE) {
+        put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);
+        put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
+    }
+    reply = transact(dp, m, NULL, 0, &nfds, errp);
+    return reply != NULL;
+}
+
+static void daemon_pool_complete(UserCreatable *uc, Error **errp)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
+    VsriovPool *pool = VSRIOV_POOL(uc);
+    const char *id = object_get_canonical_path_component(OBJECT(uc));
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct timeval tv = { .tv_sec = VPD_TIMEOUT_S };
+    g_autoptr(GByteArray) m = NULL;
+    g_autoptr(GByteArray) reply = NULL;
+    int nfds = 0;
+
+    if (pool->entries->len) {
+        error_setg(errp, "vsriov-daemon-pool '%s' takes its backends from "
+                   "the daemon, not from 'netdevs'", id);
+        return;
+    }
+    if (!dp->socket || !dp->pool || !dp->count) {
+        error_setg(errp, "vsriov-daemon-pool '%s' needs socket, pool and "
+                   "count", id);
+        return;
+    }
+    if (dp->count > VPD_MAX_FDS) {
+        error_setg(errp, "vsriov-daemon-pool '%s': count is at most %d",
+                   id, VPD_MAX_FDS);
+        return;
+    }
+    if (strlen(dp->socket) >= sizeof(addr.sun_path)) {
+        error_setg(errp, "vsriov-daemon-pool '%s': socket path too long", id);
+        return;
+    }
+    strcpy(addr.sun_path, dp->socket);
+    dp->fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
+    if (dp->fd < 0 ||
+        connect(dp->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
+                         "connect to vdpa-pool-daemon at %s", id, dp->socket);
+        return;
+    }
+    setsockopt(dp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(dp->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+
+    m = msg_new(VPD_MSG_CLAIM, ++dp->seq);
+    put_str(m, VPD_A_POOL, dp->pool);
+    put_str(m, VPD_A_OWNER, id);
+    put_u32(m, VPD_A_COUNT, dp->count);
+    dp->vhost_fds = g_new(int, dp->count);
+    for (uint32_t i = 0; i < dp->count; i++) {
+        dp->vhost_fds[i] = -1;
+    }
+    dp->handles = g_new0(uint32_t, dp->count);
+    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
+    if (!reply) {
+        for (uint32_t i = 0; i < dp->count; i++) {
+            dp->vhost_fds[i] = -1;  /* transact closed what it got */
+        }
+        return;
+    }
+    if (nfds != dp->count || !parse_handles(reply, dp->handles, dp->count)) {
+        for (int i = 0; i < nfds; i++) {
+            close(dp->vhost_fds[i]);
+            dp->vhost_fds[i] = -1;
+        }
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "CLAIM has %d descriptor(s) for %u VF(s)", id, nfds,
+                   dp->count);
+        return;
+    }
+    for (uint32_t i = 0; i < dp->count; i++) {
+        VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
+
+        g_array_append_val(pool->entries, e);
+    }
+    trace_vsriov_daemon_pool_claimed(id, dp->pool, dp->count);
+    USER_CREATABLE_CLASS(parent_class)->complete(uc, errp);
+}
+
+static void daemon_pool_instance_init(Object *obj)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
+
+    dp->fd = -1;
+}
+
+static void daemon_pool_instance_finalize(Object *obj)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
+
+    for (uint32_t i = 0; dp->vhost_fds && i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+        NetClientState *nc = qemu_find_netdev(id);
+
+        if (!dp->netdevs_created && dp->vhost_fds[i] >= 0) {
+            close(dp->vhost_fds[i]);
+        } else if (nc && !nc->peer) {
+            qemu_del_net_client(nc);
+        }
+    }
+    /* Closing the connection releases the VFs in the daemon. */
+    if (dp->fd >= 0) {
+        close(dp->fd);
+    }
+    g_free(dp->vhost_fds);
+    g_free(dp->handles);
+    g_free(dp->socket);
+    g_free(dp->pool);
+}
+
+static char *get_socket(Object *obj, Error **errp)
+{
+    return g_strdup(VSRIOV_DAEMON_POOL(obj)->socket);
+}
+
+static void set_socket(Object *obj, const char *v, Error **errp)
+{
+    g_free(VSRIOV_DAEMON_POOL(obj)->socket);
+    VSRIOV_DAEMON_POOL(obj)->socket = g_strdup(v);
+}
+
+static char *get_pool(Object *obj, Error **errp)
+{
+    return g_strdup(VSRIOV_DAEMON_POOL(obj)->pool);
+}
+
+static void set_pool(Object *obj, const char *v, Error **errp)
+{
+    g_free(VSRIOV_DAEMON_POOL(obj)->pool);
+    VSRIOV_DAEMON_POOL(obj)->pool = g_strdup(v);
+}
+
+static void get_count(Object *obj, Visitor *v, const char *name,
+                      void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, &VSRIOV_DAEMON_POOL(obj)->count, errp);
+}
+
+static void set_count(Object *obj, Visitor *v, const char *name,
+                      void *opaque, Error **errp)
+{
+    visit_type_uint32(v, name, &VSRIOV_DAEMON_POOL(obj)->count, errp);
+}
+
+static void daemon_pool_class_init(ObjectClass *oc, const void *data)
+{
+    UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
+    VsriovPoolClass *pc = VSRIOV_POOL_CLASS(oc);
+
+    parent_class = VSRIOV_POOL_CLASS(object_class_get_parent(oc));
+    ucc->complete = daemon_pool_complete;
+    pc->available = daemon_available;
+    pc->claim = daemon_claim;
+    pc->configure = daemon_configure;
+
+    object_class_property_add_str(oc, "socket", get_socket, set_socket);
+    object_class_property_set_description(oc, "socket",
+        "path of vdpa-pool-daemon's API socket");
+    object_class_property_add_str(oc, "pool", get_pool, set_pool);
+    object_class_property_set_description(oc, "pool",
+        "name of the daemon's pool to claim VFs from");
+    object_class_property_add(oc, "count", "uint32", get_count, set_count,
+                              NULL, NULL);
+    object_class_property_set_description(oc, "count",
+        "how many VFs to claim");
+}
+
+static const TypeInfo daemon_pool_info = {
+    .name = TYPE_VSRIOV_DAEMON_POOL,
+    .parent = TYPE_VSRIOV_POOL,
+    .instance_size = sizeof(VsriovDaemonPool),
+    .instance_init = daemon_pool_instance_init,
+    .instance_finalize = daemon_pool_instance_finalize,
+    .class_init = daemon_pool_class_init,
+};
+
+static void vsriov_daemon_pool_register_types(void)
+{
+    type_register_static(&daemon_pool_info);
+}
+
+type_init(vsriov_daemon_pool_register_types);
