@@ -38,7 +38,7 @@ SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=1:abort_on_error=1",
 
 
 def daemon_binary():
-    return os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon", "vdpa-pool-daemon")
+    return os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon", "vdpa-pool-daemon-asan")
 
 
 class Daemon:
