@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 1: vdpa-pool-daemon against the real kernel of the emulated host.
+
+A netdevsim PF (whose VFs are not PCI functions, so each VF is paired with
+a vdpa_sim_net device, as the admin guide says) is provisioned from
+nothing: switchdev over devlink, 8 VFs, 8 vDPA devices over the vdpa
+netlink family bound to vhost_vdpa.  A restart changes nothing (idempotent).
+A client claims 2 VFs and gets working vhost-vdpa file descriptors (the
+vhost ioctls answer on them); attributes within the pool's policy are
+accepted, a VLAN outside the range and a claim from an unauthorised uid are
+refused with the daemon's sentences; a killed client's VFs are free again
+within 1 s; a restart of the daemon keeps claims, and the client gets them
+back when it reconnects."""
+import os
+import time
+
+import pytest
+
+from harness import paths
+
+pytestmark = [pytest.mark.slow, pytest.mark.nested]
+
+CONF = """[daemon]
+socket = /run/vpd/api.sock
+state = /var/lib/vpd/state
+[pf {pf}]
+num-vfs = 8
+eswitch = switchdev
+vdpa-mgmtdev = vdpasim_net
+[pool a]
+pf = {pf}
+vfs = 0-5
+allow-uids = 0
+vlans = 100-199
+[pool b]
+pf = {pf}
+vfs = 6-7
+"""
+
+# Runs in Level 1 with the harness's protocol client.
+CLIENT = r"""
+import fcntl, os, struct, sys, time
+sys.path.insert(0, "/src/tests")
+
+
+def wait_for(path):
+    while not os.path.exists(path):  # the test creates it when it is time
+        time.sleep(0.01)
+
+
+from harness import vpd
+VHOST_GET_FEATURES = 0x8008af00
+VHOST_VDPA_GET_DEVICE_ID = 0x8004af70
+c = vpd.Client("/run/vpd/api.sock")
+cmd = sys.argv[1]
+if cmd == "hold":
+    got = c.claim("a", 2, owner="l2-vm")
+    for vf, fd in got:
+        feat = struct.unpack("<Q", fcntl.ioctl(fd, VHOST_GET_FEATURES, b"\0" * 8))[0]
+        dev_id = struct.unpack("<I", fcntl.ioctl(fd, VHOST_VDPA_GET_DEVICE_ID, b"\0" * 4))[0]
+        print("VF", vf["HANDLE"], vf["VHOST_PATH"], hex(feat), dev_id, flush=True)
+    h = got[0][0]["HANDLE"]
+    print("SET", c.set_attrs(h, vlan=100, mac="02:00:00:00:00:10")["VLAN"], flush=True)
+    try:
+        c.set_attrs(h, vlan=300)
+    except vpd.DaemonError as e:
+        print("REFUSED", e.message, flush=True)
+    print("HELD", flush=True)
+    wait_for("/tmp/hold.reconnect")
+    c = vpd.Client("/run/vpd/api.sock")
+    print("BACK", " ".join(str(v["HANDLE"]) for v in c.query()), flush=True)
+    wait_for("/tmp/hold.never")
+elif cmd == "free":
+    print(sum(1 for v in c.status() if v["POOL"] == sys.argv[2] and v["COUNT"] == 0))
+elif cmd == "claim-b":
+    try:
+        c.claim("b", 1)
+    except vpd.DaemonError as e:
+        print("REFUSED", e.errno, e.message)
+"""
+
+
+def l1_path(host_path):
+    return "/vsriov" + host_path[len(paths.CACHE):]
+
+
+def start_daemon(l1host, daemon):
+    l1host.check(f"rm -f /scratch/vpd.out; setsid {daemon} -c /tmp/vpd.conf "
+                 "> /scratch/vpd.out 2>> /scratch/vpd.log < /dev/null & echo $! > /tmp/vpd.pid")
+    l1host.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
+                      timeout=120)
+    assert "READY" in l1host.check("cat /scratch/vpd.out"), l1host.check("cat /scratch/vpd.log")
+
+
+def stop_daemon(l1host):
+    l1host.check("kill $(cat /tmp/vpd.pid)")
+    l1host.wait_until("! kill -0 $(cat /tmp/vpd.pid) 2>/dev/null", timeout=60)
+
+
+def free(l1host, pool):
+    return int(l1host.check(f"python3 /tmp/vpd-client.py free {pool}").strip())
+
+
+def test_daemon_provisions_and_serves(l1host):
+    daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
+                                  "vdpa-pool-daemon"))
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
+    l1host.check("echo '7 1' > /sys/bus/netdevsim/new_device")
+    pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim7/net/ | grep .",
+                           timeout=30).stdout.split()[0]
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF.format(pf=pf)}EOF")
+    l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n{CLIENT}EOF")
+
+    t0 = time.monotonic()
+    start_daemon(l1host, daemon)
+    provision_s = time.monotonic() - t0
+    sysdev = "/sys/bus/netdevsim/devices/netdevsim7"
+    assert l1host.check(f"cat {sysdev}/sriov_numvfs").strip() == "8"
+    assert "mode switchdev" in l1host.check("devlink dev eswitch show netdevsim/netdevsim7")
+    devs = sorted(l1host.check("ls /sys/bus/vdpa/devices/").split())
+    names = [f"vpd-{pf}-{i}" for i in range(8)]
+    assert all(n in devs for n in names), devs
+    vhost = {}
+    for n in names:
+        assert l1host.check(f"basename $(readlink /sys/bus/vdpa/devices/{n}/driver)").strip() \
+            == "vhost_vdpa"
+        vhost[n] = l1host.check(f"ls /sys/bus/vdpa/devices/{n}/ | grep vhost-vdpa-").strip()
+        l1host.check(f"test -c /dev/{vhost[n]}")
+
+    # A restart is idempotent: the same devices, nothing re-created.
+    stop_daemon(l1host)
+    start_daemon(l1host, daemon)
+    assert sorted(l1host.check("ls /sys/bus/vdpa/devices/").split()) == devs
+    for n in names:
+        assert l1host.check(f"ls /sys/bus/vdpa/devices/{n}/ | grep vhost-vdpa-").strip() \
+            == vhost[n]
+
+    # A client claims 2 VFs; the fds it gets are vhost-vdpa net devices.
+    l1host.check("setsid python3 /tmp/vpd-client.py hold > /scratch/hold.out 2>&1 "
+                 "< /dev/null & echo $! > /tmp/hold.pid")
+    l1host.wait_until("grep -q HELD /scratch/hold.out || ! kill -0 $(cat /tmp/hold.pid)",
+                      timeout=60)
+    out = l1host.check("cat /scratch/hold.out")
+    vfs = [line.split() for line in out.splitlines() if line.startswith("VF ")]
+    assert len(vfs) == 2, out
+    for _, _, path, features, dev_id in vfs:
+        assert path.startswith("/dev/vhost-vdpa-") and int(dev_id) == 1, out  # virtio-net
+        assert int(features, 16) & (1 << 32), out                            # VERSION_1
+    assert "SET 100" in out
+    assert "REFUSED VLAN 300 is outside pool 'a''s range 100-199" in out
+    assert free(l1host, "a") == 4
+    res = l1host.check("setpriv --reuid 65534 --regid 65534 --clear-groups "
+                       "python3 /tmp/vpd-client.py claim-b").strip()
+    assert res == "REFUSED 1 uid 65534 gid 65534 may not claim from pool 'b'", res
+
+    # Restarted while the VFs are claimed: the claims stay; the client
+    # reconnects and holds them again.
+    stop_daemon(l1host)
+    start_daemon(l1host, daemon)
+    assert free(l1host, "a") == 4
+    l1host.check("touch /tmp/hold.reconnect")
+    l1host.wait_until("grep -q BACK /scratch/hold.out", timeout=60)
+    back = l1host.check("grep BACK /scratch/hold.out").split()[1:]
+    assert sorted(back) == sorted(v[1] for v in vfs)
+
+    # Killed: its VFs are free again within 1 s.
+    l1host.check("kill -9 $(cat /tmp/hold.pid)")
+    t0 = time.monotonic()
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 6", timeout=10,
+                      interval=0.05)
+    release_s = time.monotonic() - t0
+    stop_daemon(l1host)
+    log = l1host.check("cat /scratch/vpd.log")
+    assert "2 VF(s) claimed by 'l2-vm'" in log and "went away: 2 VF(s) released" in log
+    with open(os.path.join(paths.ARTIFACTS, "l1-daemon-timings.txt"), "w") as f:
+        f.write(f"provision_8_vfs_s {provision_s:.2f}\nrelease_after_kill_s {release_s:.3f}\n")
