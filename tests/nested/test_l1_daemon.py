@@ -108,6 +108,8 @@ def test_daemon_provisions_and_serves(l1host):
     l1host.check("echo '7 1' > /sys/bus/netdevsim/new_device")
     pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim7/net/ | grep .",
                            timeout=30).stdout.split()[0]
+    # netdevsim allows 4 VFs unless told otherwise (a debugfs knob).
+    l1host.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim7/max_vfs")
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF.format(pf=pf)}EOF")
     l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n{CLIENT}EOF")
 
