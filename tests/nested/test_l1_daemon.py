@@ -11,6 +11,7 @@ accepted, a VLAN outside the range and a claim from an unauthorised uid are
 refused with the daemon's sentences; a killed client's VFs are free again
 within 1 s; a restart of the daemon keeps claims, and the client gets them
 back when it reconnects."""
+import json
 import os
 import time
 
@@ -72,6 +73,25 @@ if cmd == "hold":
     wait_for("/tmp/hold.never")
 elif cmd == "free":
     print(sum(1 for v in c.status() if v["POOL"] == sys.argv[2] and v["COUNT"] == 0))
+elif cmd == "qmp":
+    import json, socket
+    q = socket.socket(socket.AF_UNIX)
+    for _ in range(3000):  # QEMU creates the socket when it starts
+        try:
+            q.connect(sys.argv[2])
+            break
+        except OSError:
+            time.sleep(0.01)
+    f = q.makefile("rw")
+    f.readline()
+    for cmd in ("qmp_capabilities", sys.argv[3]):
+        f.write(json.dumps({"execute": cmd}) + "\n")
+        f.flush()
+        while True:
+            r = json.loads(f.readline())
+            if "return" in r or "error" in r:
+                break
+    print(json.dumps(r))
 elif cmd == "claim-b":
     try:
         c.claim("b", 1)
@@ -164,6 +184,25 @@ def test_daemon_provisions_and_serves(l1host):
     l1host.wait_until("grep -q BACK /scratch/hold.out", timeout=60)
     back = l1host.check("grep BACK /scratch/hold.out").split()[1:]
     assert sorted(back) == sorted(v[1] for v in vfs)
+
+    # QEMU's vsriov-daemon-pool claims 2 more: real vhost-vdpa fds become
+    # the netdevs of a virtual PF's VFs; QEMU's exit releases them.
+    qemu = "/vsriov/qemu-build/qemu-system-x86_64"
+    l1host.check(f"setsid {qemu} -M q35 -nodefaults -display none -S "
+                 "-qmp unix:/tmp/q.sock,server=on,wait=off "
+                 "-object vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,pool=a,count=2 "
+                 "-device pcie-root-port,id=rp0 -netdev user,id=n0 "
+                 "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 "
+                 "> /scratch/qemu.log 2>&1 < /dev/null & echo $! > /tmp/qemu.pid")
+    q = json.loads(l1host.check("python3 /tmp/vpd-client.py qmp /tmp/q.sock query-vsriov",
+                                timeout=120))
+    assert "return" in q, (q, l1host.check("cat /scratch/qemu.log"))
+    (pfinfo,) = q["return"]
+    assert [(v["netdev"], v["backend"]) for v in pfinfo["vfs"]] == \
+        [("p0.0", "vhost-vdpa"), ("p0.1", "vhost-vdpa")]
+    assert free(l1host, "a") == 2
+    l1host.check("kill $(cat /tmp/qemu.pid)")
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
 
     # Killed: its VFs are free again within 1 s.
     l1host.check("kill -9 $(cat /tmp/hold.pid)")
