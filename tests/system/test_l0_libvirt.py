@@ -4,7 +4,8 @@ example domain of docs/examples/vpf-domain.xml is defined and started, its
 guest enables VFs on the virtual PF, `virsh qemu-monitor-command` sees them,
 the guest reboots, the domain is destroyed and undefined, and nothing is
 left behind.  A domain whose pool names a backend that does not exist fails
-to start with QEMU's message saying so."""
+to start with QEMU's message saying so, and so does a domain of
+docs/examples/vpf-daemon-domain.xml whose pool the daemon does not know."""
 import json
 import os
 import socket
@@ -139,3 +140,37 @@ def test_libvirt_domain_with_unknown_backend_fails_clearly(libvirtd, artifacts):
         assert "vsriov-pool 'p0' has no free backend for PF 'pf0'" in res.stderr, res.stderr
     finally:
         virsh(f"undefine {name}", check=False)
+
+
+def test_libvirt_domain_with_unknown_daemon_pool_fails_clearly(libvirtd, artifacts):
+    from unit.test_daemon import CONFIG, Daemon
+    d = tempfile.mkdtemp(prefix="vsr-lvd-", dir="/tmp")
+    os.chmod(d, 0o755)
+    os.makedirs(os.path.join(d, "dev"))
+    with open(os.path.join(d, "vpd.conf"), "w") as f:
+        f.write(CONFIG.format(d=d))
+    daemon = Daemon(d).start()
+    name = "vsriov-baddaemon"
+    if domain_exists(name):
+        virsh(f"undefine {name}")
+    with open(os.path.join(paths.SRC, "docs", "examples", "vpf-daemon-domain.xml")) as f:
+        xml_text = string.Template(f.read()).substitute(
+            name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
+            emulator=paths.QEMU_BIN, console=os.path.join(artifacts, f"{name}-console.log"),
+            agent_socket=os.path.join(d, "agent.sock"),
+            netdevs="\n    ".join([qarg("-netdev"), qarg("hubport,id=pfnet,hubid=0")]),
+            daemon_socket=daemon.sock, daemon_pool="tenant-x", count=2)
+    xml = os.path.join(artifacts, f"{name}.xml")
+    with open(xml, "w") as f:
+        f.write(xml_text)
+    try:
+        virsh(f"define {xml}")
+        res = virsh(f"start {name}", check=False)
+        assert res.returncode != 0
+        assert "vsriov-daemon-pool 'p0': the daemon refused: no pool named 'tenant-x'" \
+            in res.stderr, res.stderr
+        assert not subprocess.run(["pgrep", "-f", f"guest={name}"],
+                                  capture_output=True).stdout
+    finally:
+        virsh(f"undefine {name}", check=False)
+        daemon.stop()
