@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The SR-IOV CNI patch series adds the Go files of sriov-cni-patch/pkg/utils
-verbatim, so what this repository tests is what the patch ships; and every
-patch of the series carries a Signed-off-by."""
+"""The SR-IOV CNI patch series (sriov-cni-patch/*.patch) and the SR-IOV
+network device plugin series (sriov-cni-patch/device-plugin/*.patch) add the
+Go files of sriov-cni-patch/pkg/utils verbatim, so what this repository
+tests is what the patches ship; and every patch carries a Signed-off-by."""
 import glob
 import os
 import re
 
 from harness import paths
 
+import pytest
+
 DIR = os.path.join(paths.SRC, "sriov-cni-patch")
+SERIES = {"sriov-cni": DIR, "device-plugin": os.path.join(DIR, "device-plugin")}
 
 
 def added_files(patch_text):
@@ -21,8 +25,9 @@ def added_files(patch_text):
     return files
 
 
-def test_series_adds_our_go_files_verbatim():
-    patches = sorted(glob.glob(os.path.join(DIR, "*.patch")))
+@pytest.mark.parametrize("series", SERIES)
+def test_series_adds_our_go_files_verbatim(series):
+    patches = sorted(glob.glob(os.path.join(SERIES[series], "*.patch")))
     assert patches, "no patch in sriov-cni-patch/"
     added = {}
     for p in patches:
@@ -34,8 +39,9 @@ def test_series_adds_our_go_files_verbatim():
             assert added[name] == f.read(), f"{name} differs from the one the patch adds"
 
 
-def test_series_is_signed_off():
-    for p in sorted(glob.glob(os.path.join(DIR, "*.patch"))):
+@pytest.mark.parametrize("series", SERIES)
+def test_series_is_signed_off(series):
+    for p in sorted(glob.glob(os.path.join(SERIES[series], "*.patch"))):
         with open(p) as f:
             text = f.read()
         assert re.search(r"^Signed-off-by: .+ <.+@.+>$", text, re.M), f"{p} lacks Signed-off-by"
