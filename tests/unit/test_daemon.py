@@ -285,3 +285,21 @@ def test_qemu_daemon_pool_errors_and_release(daemon):
     assert "Fail to query features from vhost-vDPA device" in p.stderr
     wait_free(daemon, "a", 3, timeout=1)
     assert "2 VF(s) claimed by 'p0'" in daemon.logtext()
+
+
+def test_state_file_round_trip_of_odd_owner_names(daemon):
+    owner = " vm\t1\nwith\\odd [chars] = x "
+    p = holder(daemon, "b", 1)
+    p.stdout.readline()
+    with daemon.client() as c:
+        ((vf, fd),) = c.claim("a", 1, owner=owner)
+        os.close(fd)
+        c.set_attrs(vf["HANDLE"], vlan=150, mac="02:00:00:00:00:33")
+        daemon.stop()
+    # The connection above is gone but its process (this one) lives on.
+    daemon.start()
+    with daemon.client() as c:
+        st = {v["HANDLE"]: v for v in c.status()}
+    got = st[vf["HANDLE"]]
+    assert (got["OWNER"], got["VLAN"], got["MAC"]) == (owner, 150, "02:00:00:00:00:33")
+    p.kill()
