@@ -68,6 +68,7 @@ HOST_PACKAGES=(
 	iproute2 iputils-ping procps psmisc kmod
 	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
+	qemu-system-x86
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)

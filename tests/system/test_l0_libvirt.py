@@ -4,7 +4,8 @@ example domain of docs/examples/vpf-domain.xml is defined and started, its
 guest enables VFs on the virtual PF, `virsh qemu-monitor-command` sees them,
 the guest reboots, the domain is destroyed and undefined, and nothing is
 left behind.  A domain whose pool names a backend that does not exist fails
-to start with QEMU's message saying so, and so does a domain of
+to start with QEMU's message saying so, so does the example domain on a
+QEMU without our patches (bookworm's own), and so does a domain of
 docs/examples/vpf-daemon-domain.xml whose pool the daemon does not know."""
 import json
 import os
@@ -29,14 +30,15 @@ def qarg(value):
     return f"<qemu:arg value='{value}'/>"
 
 
-def domain_xml(name, artifacts, agent_socket, backends, pool):
+def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None):
     netdevs = [qarg("-netdev"), qarg("hubport,id=pfnet,hubid=0")]
     for i, b in enumerate(backends):
         netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={i + 1}")]
     with open(TEMPLATE) as f:
         return string.Template(f.read()).substitute(
             name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
-            emulator=paths.QEMU_BIN, console=os.path.join(artifacts, f"{name}-console.log"),
+            emulator=emulator or paths.QEMU_BIN,
+            console=os.path.join(artifacts, f"{name}-console.log"),
             agent_socket=agent_socket, netdevs="\n    ".join(netdevs),
             pool_netdevs=",".join(f"netdevs={b}" for b in pool))
 
@@ -174,3 +176,26 @@ def test_libvirt_domain_with_unknown_daemon_pool_fails_clearly(libvirtd, artifac
     finally:
         virsh(f"undefine {name}", check=False)
         daemon.stop()
+
+
+UNPATCHED_QEMU = "/usr/bin/qemu-system-x86_64"   # bookworm's QEMU 7.2 (HOST_PACKAGES)
+
+
+def test_libvirt_domain_on_unpatched_qemu_fails_clearly(libvirtd, artifacts):
+    name = "vsriov-unpatched"
+    if domain_exists(name):
+        virsh(f"undefine {name}")
+    assert os.access(UNPATCHED_QEMU, os.X_OK), "qemu-system-x86 (bookworm) is not installed"
+    xml = os.path.join(artifacts, f"{name}.xml")
+    with open(xml, "w") as f:
+        f.write(domain_xml(name, artifacts,
+                           os.path.join(tempfile.mkdtemp(prefix="vsr-lv-", dir="/tmp"), "a.sock"),
+                           ["vf0"], ["vf0"], emulator=UNPATCHED_QEMU))
+    try:
+        virsh(f"define {xml}")
+        res = virsh(f"start {name}", check=False)
+        assert res.returncode != 0
+        assert "Parameter 'qom-type' does not accept value 'vsriov-pool'" in res.stderr, \
+            res.stderr
+    finally:
+        virsh(f"undefine {name}", check=False)
