@@ -16,7 +16,7 @@ import pytest
 
 from harness import paths
 from system.guest_net import FIND_PF, enable_vfs, vf_into_netns
-from system.test_l0_vpf import host_switch
+from system.test_l0_vpf import host_switch, vpf_tap_args
 
 pytestmark = pytest.mark.slow
 
@@ -24,14 +24,8 @@ VF_MAC = "02:00:00:00:00:10"
 
 
 def vpf_args(n):
-    args = ["-device", "pcie-root-port,id=rp0,chassis=1",
-            "-netdev", "tap,id=pfnet,ifname=tpf,script=no,downscript=no"]
-    for i in range(n):
-        args += ["-netdev", f"tap,id=b{i},ifname=tvf{i},script=no,downscript=no"]
-    args += ["-object", "vsriov-pool,id=p0," + ",".join(f"netdevs=b{i}" for i in range(n)),
-             "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-                        "speed=10000,duplex=full"]
-    return args
+    """The tap pool of test_l0_vpf, with a link speed for the rate checks."""
+    return vpf_tap_args(n, ",speed=10000,duplex=full")
 
 
 def pf_netdev(g, pf):

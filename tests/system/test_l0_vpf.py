@@ -14,13 +14,13 @@ pytestmark = pytest.mark.slow
 NUM_VFS = 4
 
 
-def vpf_tap_args(n):
+def vpf_tap_args(n, pf_opts=""):
     args = ["-device", "pcie-root-port,id=rp0,chassis=1",
             "-netdev", "tap,id=pfnet,ifname=tpf,script=no,downscript=no"]
     for i in range(n):
         args += ["-netdev", f"tap,id=b{i},ifname=tvf{i},script=no,downscript=no"]
     args += ["-object", "vsriov-pool,id=p0," + ",".join(f"netdevs=b{i}" for i in range(n)),
-             "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0"]
+             "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0" + pf_opts]
     return args
 
 
