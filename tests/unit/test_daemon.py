@@ -303,3 +303,30 @@ def test_state_file_round_trip_of_odd_owner_names(daemon):
     got = st[vf["HANDLE"]]
     assert (got["OWNER"], got["VLAN"], got["MAC"]) == (owner, 150, "02:00:00:00:00:33")
     p.kill()
+
+
+def test_journal_compaction_and_torn_line(daemon):
+    """Changes go to a journal that is compacted into a new snapshot now and
+    then; after a restart the last value wins, and a last line cut short
+    (a write the daemon did not finish) is ignored."""
+    p = holder(daemon, "b", 1)
+    p.stdout.readline()
+    with daemon.client() as c:
+        ((vf, fd),) = c.claim("a", 1, owner="vm-j")
+        os.close(fd)
+        for i in range(600):              # more than one journal's worth
+            c.set_attrs(vf["HANDLE"], vlan=100 + i % 100)
+        daemon.stop()
+    with open(os.path.join(daemon.d, "state")) as f:
+        gen = int(f.read().split("generation=")[1].split()[0])
+    with open(os.path.join(daemon.d, "state.journal"), "a") as f:
+        f.write(f"{gen} claim a 2 0 1 02:00:00")   # torn: no newline
+    daemon.start()
+    with daemon.client() as c:
+        st = {v["HANDLE"]: v for v in c.status()}
+    assert st[vf["HANDLE"]]["VLAN"] == 100 + 599 % 100
+    assert st[vf["HANDLE"]]["OWNER"] == "vm-j"
+    assert sum(1 for v in st.values() if v["COUNT"]) == 2      # a's and b's
+    with open(os.path.join(daemon.d, "state")) as f:
+        assert "[state]\ngeneration=" in f.read()
+    p.kill()

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 	g_autoptr(vpd_config) cfg = NULL;
 	g_autoptr(vpd_pools) pools = NULL;
 	struct vpd_provision *prov = NULL;
+	struct vpd_state *state;
 	struct vpd_server *server;
 	GMainLoop *loop;
 	int restored;
@@ -91,16 +92,17 @@ int main(int argc, char **argv)
 		}
 	}
 
-	restored = vpd_state_load(pools, state_path ? state_path : cfg->state_path, &err);
-	if (restored < 0) {
+	state = vpd_state_open(pools, state_path ? state_path : cfg->state_path, &restored, &err);
+	if (!state) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
 		vpd_provision_free(prov);
 		return 1;
 	}
-	server = vpd_server_new(cfg, pools, socket_path ? socket_path : cfg->socket_path,
-				state_path ? state_path : cfg->state_path, &err);
+	server = vpd_server_new(cfg, pools, socket_path ? socket_path : cfg->socket_path, state,
+				&err);
 	if (!server) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
+		vpd_state_close(state);
 		vpd_provision_free(prov);
 		return 1;
 	}
@@ -119,6 +121,7 @@ int main(int argc, char **argv)
 	g_main_loop_run(loop);
 
 	vpd_server_free(server);
+	vpd_state_close(state);
 	vpd_provision_free(prov);
 	g_main_loop_unref(loop);
 	return 0;

@@ -33,7 +33,7 @@ struct vpd_server {
 	struct vpd_config *cfg;
 	struct vpd_pools *pools;
 	char *socket_path;
-	char *state_path;
+	struct vpd_state *state;
 	int listen_fd;
 	guint listen_src;
 	GHashTable *clients;            /* id -> struct client * */
@@ -54,11 +54,12 @@ static void client_free(gpointer data)
 	g_free(c);
 }
 
-static bool save(struct vpd_server *s)
+/* Write e's claim (or its absence) to the state journal. */
+static bool save(struct vpd_server *s, const struct vpd_entry *e)
 {
 	g_autoptr(GError) err = NULL;
 
-	if (!vpd_state_save(s->pools, s->state_path, &err)) {
+	if (!vpd_state_record(s->state, s->pools, e, &err)) {
 		g_warning("%s", err->message);
 		return false;
 	}
@@ -82,6 +83,7 @@ static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t cl
 		g_warning("VF %u of pool '%s': resetting its datapath failed: %s", e->vf,
 			  e->pool->name, err->message);
 	vpd_pools_release(s->pools, e, client, NULL);
+	save(s, e);
 }
 
 static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
@@ -96,8 +98,6 @@ static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
 			n++;
 		}
 	}
-	if (n)
-		save(s);
 	return n;
 }
 
@@ -255,7 +255,8 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 			return send_error(c, m->seq, errnum, msg);
 		}
 	}
-	save(s);
+	for (i = 0; i < got->len; i++)
+		save(s, got->pdata[i]);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	for (i = 0; i < got->len; i++)
 		put_vf(&b, s, got->pdata[i], false);
@@ -280,7 +281,6 @@ static bool do_release(struct client *c, const struct vpd_msg *m)
 	if (!e->claimed || e->client != c->id)
 		return send_error(c, m->seq, EPERM, "that VF is not claimed by this client");
 	release_entry(c->s, e, c->id);
-	save(c->s);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
@@ -338,7 +338,7 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 		e->attrs = old;
 		return send_error(c, m->seq, EIO, err->message);
 	}
-	save(c->s);
+	save(c->s, e);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	put_vf(&b, c->s, e, false);
 	reply = vpd_builder_finish(&b);
@@ -553,7 +553,7 @@ static void remove_source(gpointer id)
 }
 
 struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pools,
-				  const char *socket_path, const char *state_path,
+				  const char *socket_path, struct vpd_state *state,
 				  GError **error)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -586,7 +586,7 @@ struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pool
 	s->cfg = cfg;
 	s->pools = pools;
 	s->socket_path = g_strdup(socket_path);
-	s->state_path = g_strdup(state_path);
+	s->state = state;
 	s->listen_fd = fd;
 	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
 	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
@@ -610,6 +610,5 @@ void vpd_server_free(struct vpd_server *s)
 	g_hash_table_unref(s->clients);
 	g_hash_table_unref(s->orphan_watches);
 	g_free(s->socket_path);
-	g_free(s->state_path);
 	g_free(s);
 }

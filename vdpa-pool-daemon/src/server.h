@@ -6,7 +6,7 @@
  * who each is from SO_PEERCRED, answers CLAIM (with the vhost-vdpa fds
  * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY and STATUS, and releases
  * everything a client holds the moment its connection closes.  Every
- * change of the claims is written to the state file before it is
+ * change of the claims is written to the state journal before it is
  * answered.  Claims restored from the state file belong to no connection
  * until their process reconnects (it gets them back) or exits (they are
  * released; a pidfd tells the daemon at once).
@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "pool.h"
+#include "state.h"
 
 struct vpd_server;
 
@@ -27,8 +28,9 @@ struct vpd_server;
 typedef bool (*vpd_apply_fn)(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
 			     void *opaque, GError **error);
 
+/* The server records every change of the claims in state (not owned). */
 struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pools,
-				  const char *socket_path, const char *state_path,
+				  const char *socket_path, struct vpd_state *state,
 				  GError **error);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 /* Watch the processes of restored claims; call once the loop runs. */
