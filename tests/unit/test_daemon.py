@@ -330,3 +330,32 @@ def test_journal_compaction_and_torn_line(daemon):
     with open(os.path.join(daemon.d, "state")) as f:
         assert "[state]\ngeneration=" in f.read()
     p.kill()
+
+
+def poolctl(*args, **kw):
+    tool = os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon", "vdpa-poolctl")
+    return subprocess.run([tool, *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_poolctl_status(daemon):
+    import json
+    with daemon.client() as c:
+        ((vf, fd),) = c.claim("a", 1, owner="vm7")
+        os.close(fd)
+        c.set_attrs(vf["HANDLE"], vlan=120)
+        j = json.loads(poolctl("status", "--json", "--socket", daemon.sock).stdout)
+        assert len(j) == 4
+        mine = next(e for e in j if e["handle"] == vf["HANDLE"])
+        assert (mine["pool"], mine["state"], mine["owner"], mine["vlan"]) == \
+            ("a", "claimed", "vm7", 120)
+        assert mine["vhost"] == os.path.join(daemon.d, "dev", f"a-{vf['VF_INDEX']}")
+        assert sum(e["state"] == "free" for e in j) == 3
+        text = poolctl("status", "--socket", daemon.sock).stdout
+        assert text.startswith("POOL") and "vm7" in text and "claimed" in text
+    p = poolctl("status", "--socket", daemon.sock, user=NOBODY, group=NOBODY,
+                extra_groups=[])
+    assert p.returncode == 1
+    assert p.stderr == "vdpa-poolctl: the daemon refused: STATUS is for root only\n"
+    p = poolctl("status", "--socket", daemon.d + "/nosock")
+    assert p.returncode == 1 and "cannot talk to the daemon at" in p.stderr
+    assert poolctl("status", "--bogus").returncode == 2

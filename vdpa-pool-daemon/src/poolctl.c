@@ -7,18 +7,196 @@
  *       the PFs and pools it defines.  Exit 0 if valid, 1 with one line
  *       "FILE:LINE: what is wrong" if not, 2 on a usage error.
  *
- * Commands that talk to a running daemon (pools, claims, VF attributes and
- * their flows) come with its API socket.
+ *   vdpa-poolctl status [--json] [--socket PATH]
+ *       Ask the running daemon (STATUS, root only) for every pooled VF: its
+ *       pool, VF index, whether and by whom it is claimed, its attributes
+ *       and its vhost-vdpa device.  Exit 1 with the daemon's sentence or the
+ *       connection error.  Default socket: /run/vdpa-pool-daemon/api.sock.
  */
 #include "config.h"
 #include "pool.h"
+#include "protocol.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
-	fputs("usage: vdpa-poolctl check [--json] FILE\n", f);
+	fputs("usage: vdpa-poolctl check [--json] FILE\n"
+	      "       vdpa-poolctl status [--json] [--socket PATH]\n", f);
+}
+
+/* One request, one answer (no fds expected). */
+static struct vpd_msg *request(const char *path, GBytes *msg, GError **error)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	g_autoptr(GByteArray) in = g_byte_array_new();
+	gsize len;
+	const uint8_t *data = g_bytes_get_data(msg, &len);
+	gssize total = -1;
+	int fd;
+
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		g_set_error(error, VPD_PROTOCOL_ERROR, 0, "socket path too long");
+		return NULL;
+	}
+	strcpy(addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+	    send(fd, data, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		g_set_error(error, VPD_PROTOCOL_ERROR, 0, "cannot talk to the daemon at %s: %s",
+			    path, g_strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while (total < 0 || in->len < (gsize)total) {
+		uint8_t buf[4096];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n <= 0) {
+			g_set_error(error, VPD_PROTOCOL_ERROR, 0, "the daemon at %s closed the "
+				    "connection", path);
+			close(fd);
+			return NULL;
+		}
+		g_byte_array_append(in, buf, n);
+		if (total < 0 && in->len >= VPD_HEADER_SIZE &&
+		    (total = vpd_msg_total_len(in->data, in->len, error)) < 0) {
+			close(fd);
+			return NULL;
+		}
+	}
+	close(fd);
+	{
+		g_autoptr(GBytes) b = g_bytes_new(in->data, in->len);
+
+		return vpd_msg_parse(b, error);
+	}
+}
+
+static const struct vpd_attr_view *nested_get(GArray *a, uint16_t type)
+{
+	for (guint i = 0; i < a->len; i++) {
+		const struct vpd_attr_view *v = &g_array_index(a, struct vpd_attr_view, i);
+
+		if (v->type == type)
+			return v;
+	}
+	return NULL;
+}
+
+static uint32_t nested_u32(GArray *a, uint16_t type)
+{
+	uint32_t v = 0;
+
+	vpd_attr_u32(nested_get(a, type), &v);
+	return v;
+}
+
+static unsigned nested_small(GArray *a, uint16_t type)
+{
+	const struct vpd_attr_view *v = nested_get(a, type);
+	uint16_t w = 0;
+	uint8_t b = 0;
+
+	if (v && v->len == 2 && vpd_attr_u16(v, &w))
+		return w;
+	if (v && v->len == 1 && vpd_attr_u8(v, &b))
+		return b;
+	return 0;
+}
+
+static const char *nested_str(GArray *a, uint16_t type)
+{
+	const char *s = vpd_attr_str(nested_get(a, type));
+
+	return s ? s : "";
+}
+
+static int status(const char *path, bool json)
+{
+	static const char *const state[] = { "free", "claimed", "claimed (not connected)" };
+	static const char *const link[] = { "auto", "enable", "disable" };
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_msg) m = NULL;
+	g_autoptr(GBytes) req = NULL;
+	g_autoptr(GString) s = g_string_new("[");
+	struct vpd_builder b;
+	bool first = true;
+
+	vpd_builder_init(&b, VPD_MSG_STATUS, 1);
+	req = vpd_builder_finish(&b);
+	m = request(path, req, &err);
+	if (!m) {
+		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+		return 1;
+	}
+	if (m->type == VPD_MSG_ERROR) {
+		fprintf(stderr, "vdpa-poolctl: the daemon refused: %s\n",
+			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
+		return 1;
+	}
+	if (!json)
+		printf("%-12s %4s  %-24s %-17s %5s %3s %-8s %-6s %-7s %s\n", "POOL", "VF", "STATE",
+		       "MAC", "VLAN", "QOS", "SPOOFCHK", "TRUST", "LINK", "OWNER / VHOST");
+	for (guint i = 0; i < m->attrs->len; i++) {
+		const struct vpd_attr_view *v = &g_array_index(m->attrs, struct vpd_attr_view, i);
+		g_autoptr(GArray) a = NULL;
+		const struct vpd_attr_view *macv;
+		char mac[18] = "";
+		uint32_t st;
+
+		if (v->type != VPD_A_VF)
+			continue;
+		a = vpd_attr_nested(v);
+		macv = nested_get(a, VPD_A_MAC);
+		if (macv && macv->len == 6)
+			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", macv->value[0],
+				 macv->value[1], macv->value[2], macv->value[3], macv->value[4],
+				 macv->value[5]);
+		st = MIN(nested_u32(a, VPD_A_COUNT), 2u);
+		if (json) {
+			g_autofree char *pool = g_strescape(nested_str(a, VPD_A_POOL), NULL);
+			g_autofree char *owner = g_strescape(nested_str(a, VPD_A_OWNER), NULL);
+			g_autofree char *vhost = g_strescape(nested_str(a, VPD_A_VHOST_PATH), NULL);
+
+			g_string_append_printf(s, "%s{\"pool\":\"%s\",\"vf\":%u,\"handle\":%u,"
+					       "\"state\":\"%s\",\"owner\":\"%s\",\"mac\":\"%s\","
+					       "\"vlan\":%u,\"qos\":%u,\"vlan_proto\":%u,"
+					       "\"spoofchk\":%s,\"trust\":%s,\"link_state\":\"%s\","
+					       "\"min_tx_rate\":%u,\"max_tx_rate\":%u,"
+					       "\"vhost\":\"%s\"}", first ? "" : ",", pool,
+					       nested_u32(a, VPD_A_VF_INDEX), nested_u32(a, VPD_A_HANDLE),
+					       state[st], owner, mac, nested_small(a, VPD_A_VLAN),
+					       nested_small(a, VPD_A_QOS),
+					       nested_small(a, VPD_A_VLAN_PROTO),
+					       nested_small(a, VPD_A_SPOOFCHK) ? "true" : "false",
+					       nested_small(a, VPD_A_TRUST) ? "true" : "false",
+					       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
+					       nested_u32(a, VPD_A_MIN_TX_RATE),
+					       nested_u32(a, VPD_A_MAX_TX_RATE), vhost);
+			first = false;
+		} else {
+			printf("%-12s %4u  %-24s %-17s %5u %3u %-8s %-6s %-7s %s%s%s\n",
+			       nested_str(a, VPD_A_POOL), nested_u32(a, VPD_A_VF_INDEX), state[st],
+			       mac, nested_small(a, VPD_A_VLAN), nested_small(a, VPD_A_QOS),
+			       nested_small(a, VPD_A_SPOOFCHK) ? "on" : "off",
+			       nested_small(a, VPD_A_TRUST) ? "on" : "off",
+			       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
+			       nested_str(a, VPD_A_OWNER), st ? " " : "",
+			       nested_str(a, VPD_A_VHOST_PATH));
+		}
+	}
+	if (json) {
+		g_string_append(s, "]");
+		puts(s->str);
+	}
+	return 0;
 }
 
 static void print_human(const struct vpd_config *cfg, const struct vpd_pools *pools)
@@ -77,7 +255,21 @@ int main(int argc, char **argv)
 	g_autoptr(vpd_pools) pools = NULL;
 	bool json = false;
 	const char *file = NULL;
+	const char *sock = "/run/vdpa-pool-daemon/api.sock";
 
+	if (argc >= 2 && !strcmp(argv[1], "status")) {
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--json")) {
+				json = true;
+			} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+				sock = argv[++i];
+			} else {
+				usage(stderr);
+				return 2;
+			}
+		}
+		return status(sock, json);
+	}
 	if (argc < 2 || strcmp(argv[1], "check")) {
 		usage(stderr);
 		return 2;
