@@ -37,7 +37,11 @@ def main():
         args = vpf_tap_args(NUM_VFS)
         say("QEMU: -object vsriov-pool,id=p0,netdevs=b0,...,netdevs=b3 "
             "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0")
-        with Guest("demo", out, netns=host.name, qemu_args=args) as g:
+        # The guest runs the kernel with guest-kernel-patches/: it lists and
+        # configures its VFs through the PF like on a physical NIC.
+        with Guest("demo", out, netns=host.name, qemu_args=args,
+                   kernel=paths.guest("vmlinuz-vfctl"),
+                   initrd=paths.guest("initramfs-vfctl.gz")) as g:
             say(f"guest booted under TCG ({time.monotonic() - t0:.1f} s since start)")
             pf = g.check(FIND_PF).strip()
             total = g.check(f"cat /sys/bus/pci/devices/{pf}/sriov_totalvfs").strip()
@@ -50,6 +54,17 @@ def main():
                 say(f"  QMP query-vsriov: VF {vf['index']} at {vf['bus']:02x}:"
                     f"{vf['devfn'] >> 3:02x}.{vf['devfn'] & 7} mac {vf['mac']} "
                     f"backend {vf['netdev']} ({vf['backend']}) {vf['state']}")
+            dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtio*/net/").strip()
+            g.check(f"ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1")
+            say(f"guest: ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1; "
+                f"ip link show {dev}:")
+            for line in g.check(f"ip link show {dev}").splitlines():
+                if line.strip().startswith("vf "):
+                    print(f"    {line.strip()}")
+            cfg = g.qmp.execute("query-vsriov")[0]["vfs"][0]["config"]
+            say(f"  QMP query-vsriov: VF 0 config mac {cfg['mac']} vlan {cfg['vlan']} "
+                f"qos {cfg['qos']} ({cfg['applied']}: a static pool has no provider; "
+                f"with vdpa-pool-daemon it is checked against the pool's policy)")
             vf_into_netns(g, pf, 0, "pod-a", "10.10.0.1/24")
             vf_into_netns(g, pf, 1, "pod-b", "10.10.0.2/24")
             g.wait_until("ip -n pod-a link show pod0 | grep -q LOWER_UP && "
@@ -68,7 +83,8 @@ def main():
             say(f"guest: echo 0 > sriov_numvfs: QMP shows every VF {'/'.join(states)}")
     say(f"done in {time.monotonic() - t0:.1f} s; logs in {out}")
     say("shown: a guest created VFs on a virtual PF whose backends come from a pool, "
-        "and two pods passed traffic over them through a host switch")
+        "configured one through its PF, and two pods passed traffic over them through "
+        "a host switch")
 
 
 if __name__ == "__main__":
