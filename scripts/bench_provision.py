@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Provisioning 64 VFs from nothing in the emulated host, side by side.
+
+Each run starts from a new netdevsim device with no VFs and no vDPA
+devices, and ends when every VF has a vDPA device bound to vhost_vdpa with
+its /dev/vhost-vdpa-N: the daemon (eswitch over devlink netlink,
+sriov_numvfs, VDPA_CMD_DEV_NEW per VF) from its start to READY, and a shell
+script doing the same with `devlink`, `echo > sriov_numvfs` and one
+`vdpa dev add` per VF.  OVS ports and flows are in neither (the daemon does
+not do them yet).  Each is run ROUNDS times, alternating."""
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+
+from harness import paths  # noqa: E402
+from harness.vm import L1Host  # noqa: E402
+
+NUM_VFS = 64
+ROUNDS = int(os.environ.get("VSRIOV_BENCH_ROUNDS", "3"))
+
+SCRIPT = r"""#!/bin/sh
+# The same steps as vdpa-pool-daemon's provisioning, with the tools.
+set -e
+dev=$1 n=$2
+devlink dev eswitch set netdevsim/netdevsim$dev mode switchdev
+echo $n > /sys/bus/netdevsim/devices/netdevsim$dev/sriov_numvfs
+i=0
+while [ $i -lt $n ]; do
+	vdpa dev add mgmtdev vdpasim_net name sh$dev-$i mac 02:00:00:00:$(printf %02x $dev):$(printf %02x $i)
+	i=$((i + 1))
+done
+i=0
+while [ $i -lt $n ]; do
+	d=$(ls /sys/bus/vdpa/devices/sh$dev-$i/ | grep vhost-vdpa-)
+	test -c /dev/$d
+	i=$((i + 1))
+done
+"""
+
+CONF = """[daemon]
+socket = /run/vpd{dev}/api.sock
+state = /run/vpd{dev}/state
+[pf {pf}]
+num-vfs = {n}
+eswitch = switchdev
+vdpa-mgmtdev = vdpasim_net
+[pool p]
+pf = {pf}
+"""
+
+
+def new_netdevsim(l1, dev):
+    l1.check(f"echo '{dev} 1' > /sys/bus/netdevsim/new_device")
+    pf = l1.wait_until(f"ls /sys/bus/netdevsim/devices/netdevsim{dev}/net/ | grep .",
+                       timeout=30).stdout.split()[0]
+    l1.check(f"echo {NUM_VFS} > /sys/kernel/debug/netdevsim/netdevsim{dev}/max_vfs")
+    return pf
+
+
+def timed(l1, cmd):
+    """Seconds cmd takes in Level 1, timed there (bash's EPOCHREALTIME)."""
+    out = l1.check(f"bash -c 's=$EPOCHREALTIME; {cmd}; e=$EPOCHREALTIME; "
+                   "echo $s $e'", timeout=1200).split()
+    return float(out[-1]) - float(out[-2])
+
+
+def main():
+    out = paths.ARTIFACTS
+    os.makedirs(out, exist_ok=True)
+    daemon = "/vsriov" + os.path.join(os.environ["VSRIOV_BUILD_OURS"],
+                                      "vdpa-pool-daemon", "vdpa-pool-daemon")[len(paths.CACHE):]
+    l1 = L1Host("bench-prov", os.path.join(out, "provision"))
+    l1.start(boot_timeout=300)
+    res = {"vfs": NUM_VFS, "rounds": ROUNDS, "daemon_s": [], "script_s": []}
+    try:
+        l1.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
+        l1.check(f"cat > /tmp/provision.sh <<'EOF'\n{SCRIPT}EOF\nchmod +x /tmp/provision.sh")
+        dev = 10
+        for _ in range(ROUNDS):
+            new_netdevsim(l1, dev)
+            res["script_s"].append(timed(l1, f"/tmp/provision.sh {dev} {NUM_VFS}"))
+            dev += 1
+            pf = new_netdevsim(l1, dev)
+            l1.check(f"mkdir -p /run/vpd{dev} && cat > /tmp/vpd{dev}.conf <<'EOF'\n"
+                     f"{CONF.format(dev=dev, pf=pf, n=NUM_VFS)}EOF")
+            # From start to READY (the line it prints when provisioned and serving).
+            res["daemon_s"].append(timed(
+                l1, f"{daemon} -c /tmp/vpd{dev}.conf 2>/scratch/vpd{dev}.log | "
+                    "{ read line; echo $line > /tmp/ready; kill $(pidof vdpa-pool-daemon); }"))
+            assert l1.check("cat /tmp/ready").strip() == "READY"
+            n = int(l1.check(f"ls /sys/bus/vdpa/devices/ | grep -c '^vpd-{pf}-'").strip())
+            assert n == NUM_VFS, n
+            dev += 1
+    finally:
+        l1.stop()
+    d, s = statistics.median(res["daemon_s"]), statistics.median(res["script_s"])
+    res.update(daemon_median_s=round(d, 3), script_median_s=round(s, 3),
+               speedup=round(s / d, 2), goal="at least 5x faster than the script")
+    with open(os.path.join(out, "provision.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    md = ("| provisioning 64 VFs | median (s) | runs (s) |\n|---|---|---|\n"
+          f"| vdpa-pool-daemon | {d:.3f} | {', '.join(f'{x:.2f}' for x in res['daemon_s'])} |\n"
+          f"| shell script | {s:.3f} | {', '.join(f'{x:.2f}' for x in res['script_s'])} |\n"
+          f"\nspeed-up: {s / d:.2f}x\n")
+    with open(os.path.join(out, "provision.md"), "w") as f:
+        f.write(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
