@@ -123,6 +123,55 @@ static char *pf_device_dir(const struct vpd_pf *pf, GError **error)
 	return dir;
 }
 
+/* ---- message builders (also unit-tested) -------------------------------- */
+
+struct nl_msg *vpd_msg_eswitch(int family, uint8_t cmd, const char *bus, const char *dev,
+			       int mode)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (!msg)
+		return NULL;
+	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0,
+			 NLM_F_REQUEST | (mode >= 0 ? NLM_F_ACK : 0), cmd,
+			 DEVLINK_GENL_VERSION) ||
+	    nla_put_string(msg, DEVLINK_ATTR_BUS_NAME, bus) < 0 ||
+	    nla_put_string(msg, DEVLINK_ATTR_DEV_NAME, dev) < 0 ||
+	    (mode >= 0 && nla_put_u16(msg, DEVLINK_ATTR_ESWITCH_MODE, mode) < 0)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+struct nl_msg *vpd_msg_vdpa_dev_new(int family, const char *mgmtdev, const char *name,
+				    const uint8_t mac[6])
+{
+	struct nl_msg *msg = nlmsg_alloc();
+	const char *slash = strchr(mgmtdev, '/');
+	bool ok;
+
+	if (!msg)
+		return NULL;
+	ok = genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, NLM_F_REQUEST | NLM_F_ACK,
+			 VDPA_CMD_DEV_NEW, 0) != NULL;
+	if (ok && slash) {
+		g_autofree char *bus = g_strndup(mgmtdev, slash - mgmtdev);
+
+		ok = nla_put_string(msg, VDPA_ATTR_MGMTDEV_BUS_NAME, bus) >= 0 &&
+		     nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, slash + 1) >= 0;
+	} else if (ok) {
+		ok = nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, mgmtdev) >= 0;
+	}
+	ok = ok && nla_put_string(msg, VDPA_ATTR_DEV_NAME, name) >= 0 &&
+	     nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, mac) >= 0;
+	if (!ok) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
 /* ---- devlink: switchdev ------------------------------------------------- */
 
 static int eswitch_mode_cb(struct nl_msg *msg, void *arg)
@@ -149,11 +198,9 @@ static bool ensure_switchdev(struct vpd_provision *p, const struct vpd_pf *pf,
 		return fail(error, "PF %s: no bus for %s", pf->name, devdir);
 	if (p->devlink_family < 0)
 		return fail(error, "PF %s: the kernel has no devlink netlink family", pf->name);
-	msg = nlmsg_alloc();
-	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->devlink_family, 0, NLM_F_REQUEST,
-		    DEVLINK_CMD_ESWITCH_GET, DEVLINK_GENL_VERSION);
-	nla_put_string(msg, DEVLINK_ATTR_BUS_NAME, bus);
-	nla_put_string(msg, DEVLINK_ATTR_DEV_NAME, dev);
+	msg = vpd_msg_eswitch(p->devlink_family, DEVLINK_CMD_ESWITCH_GET, bus, dev, -1);
+	if (!msg)
+		return fail(error, "out of memory");
 	err = nl_send_auto(p->sk, msg);
 	nlmsg_free(msg);
 	if (err >= 0) {
@@ -166,12 +213,10 @@ static bool ensure_switchdev(struct vpd_provision *p, const struct vpd_pf *pf,
 			    nl_geterror(err));
 	if (mode == DEVLINK_ESWITCH_MODE_SWITCHDEV)
 		return true;
-	msg = nlmsg_alloc();
-	genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->devlink_family, 0,
-		    NLM_F_REQUEST | NLM_F_ACK, DEVLINK_CMD_ESWITCH_SET, DEVLINK_GENL_VERSION);
-	nla_put_string(msg, DEVLINK_ATTR_BUS_NAME, bus);
-	nla_put_string(msg, DEVLINK_ATTR_DEV_NAME, dev);
-	nla_put_u16(msg, DEVLINK_ATTR_ESWITCH_MODE, DEVLINK_ESWITCH_MODE_SWITCHDEV);
+	msg = vpd_msg_eswitch(p->devlink_family, DEVLINK_CMD_ESWITCH_SET, bus, dev,
+			      DEVLINK_ESWITCH_MODE_SWITCHDEV);
+	if (!msg)
+		return fail(error, "out of memory");
 	err = transact(p, msg);
 	if (err < 0)
 		return fail(error, "PF %s: devlink eswitch set %s/%s mode switchdev: %s",
@@ -253,7 +298,6 @@ static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 	g_autofree char *name = vpd_vdpa_dev_name(pf, e->vf);
 	g_autofree char *sys = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
 	g_autofree char *mgmt = NULL;
-	const char *slash;
 	struct nl_msg *msg;
 	int err;
 
@@ -270,20 +314,9 @@ static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 		} else {
 			mgmt = g_strdup(pf->vdpa_mgmtdev);
 		}
-		msg = nlmsg_alloc();
-		genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, p->vdpa_family, 0,
-			    NLM_F_REQUEST | NLM_F_ACK, VDPA_CMD_DEV_NEW, 0);
-		slash = strchr(mgmt, '/');
-		if (slash) {
-			g_autofree char *bus = g_strndup(mgmt, slash - mgmt);
-
-			nla_put_string(msg, VDPA_ATTR_MGMTDEV_BUS_NAME, bus);
-			nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, slash + 1);
-		} else {
-			nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, mgmt);
-		}
-		nla_put_string(msg, VDPA_ATTR_DEV_NAME, name);
-		nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, e->default_mac);
+		msg = vpd_msg_vdpa_dev_new(p->vdpa_family, mgmt, name, e->default_mac);
+		if (!msg)
+			return fail(error, "out of memory");
 		err = transact(p, msg);
 		if (err < 0)
 			return fail(error, "PF %s VF %u: vdpa dev add name %s mgmtdev %s: %s",

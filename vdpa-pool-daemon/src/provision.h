@@ -28,4 +28,16 @@ void vpd_provision_free(struct vpd_provision *p);
 /* The vDPA device name of VF vf of pf (also used by tests and the CLI). */
 char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf);
 
+/*
+ * The generic netlink requests provisioning sends (NULL when out of
+ * memory).  eswitch: DEVLINK_CMD_ESWITCH_GET (mode < 0) or _SET to mode.
+ * vdpa_dev_new: mgmtdev is "bus/dev" (pci/0000:03:00.2) or a bare name
+ * (vdpasim_net).
+ */
+struct nl_msg;
+struct nl_msg *vpd_msg_eswitch(int family, uint8_t cmd, const char *bus, const char *dev,
+			       int mode);
+struct nl_msg *vpd_msg_vdpa_dev_new(int family, const char *mgmtdev, const char *name,
+				    const uint8_t mac[6]);
+
 #endif
