@@ -9,11 +9,10 @@ net1, addressed; the pods ping each other through the host switch; DEL
 moves each VF back with its original name and MAC and resets it through
 the PF.  QMP shows the VF configuration at each step."""
 import os
-import subprocess
 
 import pytest
 
-from harness import paths
+from harness import golang, paths
 from system.guest_net import FIND_PF, enable_vfs
 from system.test_l0_vf_control import pf_netdev, qmp_vfs, vpf_args
 from system.test_l0_vpf import host_switch
@@ -24,11 +23,8 @@ POD_MACS = ["02:00:00:00:01:01", "02:00:00:00:01:02"]
 
 
 def build_cni_flow(out):
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod",
-               GOCACHE=os.path.join(paths.CACHE, "go-build"))
-    subprocess.run(["go", "build", "-o", os.path.join(out, "cni-flow"), "."],
-                   cwd=os.path.join(paths.SRC, "tests", "cni-flow"), env=env, check=True,
-                   capture_output=True, timeout=600)
+    golang.build_static(os.path.join(paths.SRC, "tests", "cni-flow"),
+                        "build", "-o", os.path.join(out, "cni-flow"), ".")
 
 
 def test_cni_add_del_in_guest(netns, guest_factory, artifacts):

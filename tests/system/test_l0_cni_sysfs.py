@@ -3,11 +3,10 @@
 sysfs of a guest whose virtual PF has enabled two VFs: the same `go test`
 binary as the unit suite, built static, run inside the guest."""
 import os
-import subprocess
 
 import pytest
 
-from harness import paths
+from harness import golang, paths
 from system.guest_net import FIND_PF, enable_vfs
 from system.test_l0_vpf import host_switch, vpf_tap_args
 
@@ -15,11 +14,8 @@ pytestmark = pytest.mark.slow
 
 
 def build_test_binary(out):
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod",
-               GOCACHE=os.path.join(paths.CACHE, "go-build"))
-    subprocess.run(["go", "test", "-c", "-o", os.path.join(out, "utils.test"), "./pkg/utils"],
-                   cwd=os.path.join(paths.SRC, "sriov-cni-patch"), env=env, check=True,
-                   capture_output=True, timeout=600)
+    golang.build_static(os.path.join(paths.SRC, "sriov-cni-patch"),
+                        "test", "-c", "-o", os.path.join(out, "utils.test"), "./pkg/utils")
 
 
 def test_go_sysfs_resolution_on_live_guest(netns, guest_factory, artifacts):

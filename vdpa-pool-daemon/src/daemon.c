@@ -98,8 +98,7 @@ int main(int argc, char **argv)
 		vpd_provision_free(prov);
 		return 1;
 	}
-	server = vpd_server_new(cfg, pools, socket_path ? socket_path : cfg->socket_path, state,
-				&err);
+	server = vpd_server_new(pools, socket_path ? socket_path : cfg->socket_path, state, &err);
 	if (!server) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
 		vpd_state_close(state);

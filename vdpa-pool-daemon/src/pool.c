@@ -61,6 +61,7 @@ struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg)
 		for (unsigned vf = pool->first_vf; vf <= pool->last_vf; vf++) {
 			struct vpd_entry *e = g_new0(struct vpd_entry, 1);
 
+			e->handle = pools->entries->len;
 			e->pool = pool;
 			e->vf = vf;
 			default_mac(pool, vf, e->default_mac);

@@ -38,6 +38,7 @@ struct vpd_vf_attrs {
 };
 
 struct vpd_entry {
+	unsigned handle;              /* index in vpd_pools.entries: the API's HANDLE */
 	const struct vpd_pool *pool;
 	unsigned vf;                  /* VF index of pool->pf */
 	uint8_t default_mac[6];

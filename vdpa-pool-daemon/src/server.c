@@ -30,7 +30,6 @@ struct client {
 };
 
 struct vpd_server {
-	struct vpd_config *cfg;
 	struct vpd_pools *pools;
 	char *socket_path;
 	struct vpd_state *state;
@@ -171,15 +170,12 @@ static int pool_errno(const GError *err)
 	}
 }
 
-static void put_vf(struct vpd_builder *b, struct vpd_server *s, const struct vpd_entry *e,
-		   bool status)
+static void put_vf(struct vpd_builder *b, const struct vpd_entry *e, bool status)
 {
 	const struct vpd_vf_attrs *a = &e->attrs;
-	guint handle;
 
-	g_ptr_array_find(s->pools->entries, e, &handle);
 	vpd_nest_start(b, VPD_A_VF);
-	vpd_put_u32(b, VPD_A_HANDLE, handle);
+	vpd_put_u32(b, VPD_A_HANDLE, e->handle);
 	vpd_put_u32(b, VPD_A_VF_INDEX, e->vf);
 	if (status) {
 		vpd_put_str(b, VPD_A_POOL, e->pool->name);
@@ -259,7 +255,7 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 		save(s, got->pdata[i]);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	for (i = 0; i < got->len; i++)
-		put_vf(&b, s, got->pdata[i], false);
+		put_vf(&b, got->pdata[i], false);
 	reply = vpd_builder_finish(&b);
 	ok = send_all(c, reply, fds, got->len);
 	for (i = 0; i < got->len; i++)
@@ -340,7 +336,7 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 	}
 	save(c->s, e);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
-	put_vf(&b, c->s, e, false);
+	put_vf(&b, e, false);
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
 }
@@ -358,7 +354,7 @@ static bool do_query(struct client *c, const struct vpd_msg *m, bool all)
 		const struct vpd_entry *e = s->pools->entries->pdata[i];
 
 		if (all || (e->claimed && e->client == c->id))
-			put_vf(&b, s, e, all);
+			put_vf(&b, e, all);
 	}
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
@@ -552,9 +548,8 @@ static void remove_source(gpointer id)
 	g_source_remove(GPOINTER_TO_UINT(id));
 }
 
-struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pools,
-				  const char *socket_path, struct vpd_state *state,
-				  GError **error)
+struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
+				  struct vpd_state *state, GError **error)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	g_autofree char *dir = g_path_get_dirname(socket_path);
@@ -583,7 +578,6 @@ struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pool
 		return NULL;
 	}
 	s = g_new0(struct vpd_server, 1);
-	s->cfg = cfg;
 	s->pools = pools;
 	s->socket_path = g_strdup(socket_path);
 	s->state = state;

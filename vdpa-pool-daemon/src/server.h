@@ -29,9 +29,8 @@ typedef bool (*vpd_apply_fn)(struct vpd_entry *e, const struct vpd_vf_attrs *att
 			     void *opaque, GError **error);
 
 /* The server records every change of the claims in state (not owned). */
-struct vpd_server *vpd_server_new(struct vpd_config *cfg, struct vpd_pools *pools,
-				  const char *socket_path, struct vpd_state *state,
-				  GError **error);
+struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
+				  struct vpd_state *state, GError **error);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 /* Watch the processes of restored claims; call once the loop runs. */
 void vpd_server_watch_orphans(struct vpd_server *s);
