@@ -16,6 +16,18 @@ import time
 from . import paths
 
 CHROOT_RUN = "/mnt/vsriov-ovs"
+
+# OVS with the kernel datapath in a Level 1 emulated host, from an empty
+# database (run with l1host.check).
+L1_OVS_START = (
+    "mkdir -p /run/openvswitch /etc/openvswitch /var/log/openvswitch && "
+    "rm -f /etc/openvswitch/conf.db && "
+    "ovsdb-tool create /etc/openvswitch/conf.db /usr/share/openvswitch/vswitch.ovsschema && "
+    "ovsdb-server /etc/openvswitch/conf.db --remote=punix:/run/openvswitch/db.sock "
+    "--pidfile --detach --log-file && "
+    "ovs-vsctl --no-wait init && "
+    "ovs-vswitchd --pidfile --detach --log-file"
+)
 DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
               "--iova-mode=va")
 

@@ -11,7 +11,7 @@ MAGIC, VERSION, HEADER = 0x31445056, 1, 16
 CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REPLY, ERROR = 1, 2, 3, 4, 5, 64, 65
 A = dict(POOL=1, OWNER=2, COUNT=3, HANDLE=4, VF=5, VF_INDEX=6, MAC=7, VLAN=8, QOS=9,
          VLAN_PROTO=10, SPOOFCHK=11, TRUST=12, LINK_STATE=13, MIN_TX_RATE=14,
-         MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18)
+         MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18, PORT=19, FLOW=20)
 NAMES = {v: k for k, v in A.items()}
 FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROTO="<H",
            SPOOFCHK="B", TRUST="B", LINK_STATE="B", MIN_TX_RATE="<I", MAX_TX_RATE="<I",
@@ -50,7 +50,10 @@ def decode_attrs(data):
         data = data[4 + n + (-n % 4):]
         name = NAMES[t]
         if name == "VF":
-            out.append((name, dict(decode_attrs(v))))
+            items = decode_attrs(v)
+            vf = dict(items)
+            vf["FLOWS"] = [x for n, x in items if n == "FLOW"]  # repeated
+            out.append((name, vf))
         elif name in FMT:
             out.append((name, struct.unpack(FMT[name], v)[0]))
         elif name in ("MAC",):

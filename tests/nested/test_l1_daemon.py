@@ -13,11 +13,13 @@ within 1 s; a restart of the daemon keeps claims, and the client gets them
 back when it reconnects."""
 import json
 import os
+import re
 import time
 
 import pytest
 
 from harness import paths
+from harness.ovs import L1_OVS_START
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -92,6 +94,18 @@ elif cmd == "qmp":
             if "return" in r or "error" in r:
                 break
     print(json.dumps(r))
+elif cmd == "ovs-hold":
+    got = c.claim("a", 2, owner="vm-ovs")
+    h0, h1 = got[0][0]["HANDLE"], got[1][0]["HANDLE"]
+    c.set_attrs(h0, vlan=100, mac="02:00:00:00:00:10", spoofchk=1, max_tx_rate=1000)
+    c.set_attrs(h1, vlan=100, mac="02:00:00:00:00:11")
+    print("HELD", got[0][0]["VF_INDEX"], got[1][0]["VF_INDEX"], flush=True)
+    wait_for("/tmp/ovs.disable")
+    c = vpd.Client("/run/vpd/api.sock")  # the daemon restarted meanwhile
+    c.query()
+    c.set_attrs(h0, link_state=2)
+    print("DISABLED", flush=True)
+    wait_for("/tmp/ovs.never")
 elif cmd == "claim-b":
     try:
         c.claim("b", 1)
@@ -215,3 +229,148 @@ def test_daemon_provisions_and_serves(l1host):
     assert "2 VF(s) claimed by 'l2-vm'" in log and "went away: 2 VF(s) released" in log
     with open(os.path.join(paths.ARTIFACTS, "l1-daemon-timings.txt"), "w") as f:
         f.write(f"provision_8_vfs_s {provision_s:.2f}\nrelease_after_kill_s {release_s:.3f}\n")
+
+
+OVS_CONF = """[daemon]
+socket = /run/vpd-ovs/api.sock
+state = /var/lib/vpd-ovs/state
+ovs-bridge = br-vpd
+[pf {pf}]
+num-vfs = 8
+eswitch = switchdev
+vdpa-mgmtdev = vdpasim_net
+[pool a]
+pf = {pf}
+vfs = 0-5
+vlans = 100-199
+max-tx-rate = 10000
+[pool b]
+pf = {pf}
+vfs = 6-7
+"""
+
+
+def flows(l1host):
+    """The bridge's flows without counters, as ovs-ofctl prints them."""
+    out = l1host.check("ovs-ofctl --no-stats --no-names dump-flows br-vpd")
+    return sorted(line.strip() for line in out.splitlines() if "cookie=" in line)
+
+
+def trace(l1host, flow):
+    """The datapath actions OVS computes for a packet, as port names."""
+    out = l1host.check(f"ovs-appctl ofproto/trace br-vpd {flow}")
+    acts = [line for line in out.splitlines() if line.startswith("Datapath actions:")][-1]
+    acts = acts.split(":", 1)[1].strip()
+    dp = dict(re.findall(r"port (\d+): (\S+)", l1host.check("ovs-dpctl show")))
+    # output ports are the bare numbers between commas (not inside push_vlan(...))
+    return {dp[a] for a in re.findall(r"(?<![^,])(\d+)(?![^,])", acts)} - {"br-vpd"}
+
+
+def test_daemon_ovs_ports_and_flows(l1host):
+    """The daemon puts each VF representor on an OVS bridge (kernel
+    datapath) with default-deny flows, opens a VF's port when it is claimed
+    and configured (VLAN, MAC with spoof checking, rate), shuts it when the
+    link is disabled or the client dies, and keeps claimed VFs' flows across
+    its own restart.  OVS's own ofproto/trace shows where packets go."""
+    daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
+                                  "vdpa-pool-daemon"))
+    poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
+    l1host.check(L1_OVS_START, timeout=120)
+    l1host.check("echo '8 1' > /sys/bus/netdevsim/new_device")
+    pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim8/net/ | grep .",
+                           timeout=30).stdout.split()[0]
+    l1host.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim8/max_vfs")
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{OVS_CONF.format(pf=pf)}EOF")
+    l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n"
+                 f"{CLIENT.replace('/run/vpd/', '/run/vpd-ovs/')}EOF")
+    start_daemon(l1host, daemon)
+
+    # Every VF's representor is a port of br-vpd, port number VF + 1, in
+    # VLAN 4095 (free), and the only flow for it drops what it sends.
+    reps = {}
+    for line in l1host.check("for n in /sys/class/net/*; do echo $(basename $n) "
+                             "$(cat $n/phys_port_name 2>/dev/null); done").splitlines():
+        m = re.fullmatch(r"(\S+) pf0vf(\d+)", line.strip())
+        if m:
+            reps[int(m.group(2))] = m.group(1)
+    assert sorted(reps) == list(range(8)), reps
+    ports = set(l1host.check("ovs-vsctl list-ports br-vpd").split())
+    assert ports == set(reps.values())
+    assert l1host.check("ovs-vsctl get-fail-mode br-vpd").strip() == "secure"
+    for vf, rep in reps.items():
+        assert l1host.check(f"ovs-vsctl get Interface {rep} ofport").strip() == str(vf + 1)
+        assert l1host.check(f"ovs-vsctl get Port {rep} tag").strip() == "4095"
+    free_flows = flows(l1host)
+    assert free_flows == sorted(
+        [f"cookie=0x5650030000000000, priority=0 actions=NORMAL"] +
+        [f"cookie=0x565001000000000{vf}, priority=10,in_port={vf + 1} actions=drop"
+         for vf in range(8)]), free_flows
+    assert trace(l1host, "in_port=1,dl_src=02:00:00:00:00:10,dl_dst=ff:ff:ff:ff:ff:ff") == set()
+
+    # A client claims VFs 0 and 1, VLAN 100 and a MAC each; VF 0 checks its
+    # source MAC and is limited to 1000 Mbit/s.
+    l1host.check("setsid python3 /tmp/vpd-client.py ovs-hold > /scratch/ovs-hold.out 2>&1 "
+                 "< /dev/null & echo $! > /tmp/ovs-hold.pid")
+    l1host.wait_until("grep -q HELD /scratch/ovs-hold.out || ! kill -0 $(cat /tmp/ovs-hold.pid)",
+                      timeout=60)
+    out = l1host.check("cat /scratch/ovs-hold.out")
+    assert "HELD 0 1" in out, out
+    claimed = flows(l1host)
+    assert "cookie=0x5650020000000000, priority=100,in_port=1,dl_src=02:00:00:00:00:10 " \
+        "actions=NORMAL" in claimed, claimed
+    assert "cookie=0x5650020000000001, priority=100,in_port=2,dl_src=02:00:00:00:00:11 " \
+        "actions=NORMAL" in claimed, claimed   # pool a checks spoofing by default
+    assert len(claimed) == len(free_flows) + 2
+    for vf in (0, 1):
+        assert l1host.check(f"ovs-vsctl get Port {reps[vf]} tag").strip() == "100"
+    assert l1host.check(f"ovs-vsctl get Interface {reps[0]} ingress_policing_rate").strip() \
+        == "1000000"
+    ext = l1host.check(f"ovs-vsctl get Interface {reps[0]} external_ids")
+    assert 'attached-mac="02:00:00:00:00:10"' in ext and 'vpd-owner=vm-ovs' in ext, ext
+
+    # Where packets go, by OVS's own reckoning: VF 0's broadcast reaches VF 1
+    # (same VLAN) and no free VF; a spoofed source and a free VF are dropped.
+    bcast = "dl_dst=ff:ff:ff:ff:ff:ff"
+    assert trace(l1host, f"in_port=1,dl_src=02:00:00:00:00:10,{bcast}") == {reps[1]}
+    assert trace(l1host, f"in_port=2,dl_src=02:00:00:00:00:11,{bcast}") == {reps[0]}
+    assert trace(l1host, f"in_port=1,dl_src=02:00:00:00:00:99,{bcast}") == set()
+    assert trace(l1host, f"in_port=3,dl_src=02:00:00:00:00:12,{bcast}") == set()
+
+    # vdpa-poolctl shows each VF's port and its flows, with OVS's counters.
+    st = json.loads(l1host.check(f"{poolctl} status --json --socket /run/vpd-ovs/api.sock"))
+    vf0 = next(v for v in st if v["pool"] == "a" and v["vf"] == 0)
+    assert vf0["port"] == reps[0]
+    assert [f.split(" (")[0] for f in vf0["flows"]] == [
+        "cookie=0x5650010000000000, priority=10,in_port=1 actions=drop",
+        "cookie=0x5650020000000000, priority=100,in_port=1,dl_src=02:00:00:00:00:10 "
+        "actions=NORMAL"], vf0
+    assert all("n_packets=" in f for f in vf0["flows"]), vf0
+    human = l1host.check(f"{poolctl} status --socket /run/vpd-ovs/api.sock")
+    assert f"port {reps[0]}" in human and "flow cookie=0x5650020000000000" in human, human
+
+    # The daemon restarts while VFs are claimed: the same ports and flows.
+    stop_daemon(l1host)
+    start_daemon(l1host, daemon)
+    assert flows(l1host) == claimed
+    assert l1host.check(f"ovs-vsctl get Port {reps[0]} tag").strip() == "100"
+
+    # VF 0's link disabled: its traffic is dropped again; VF 1's is not.
+    l1host.check("touch /tmp/ovs.disable")
+    l1host.wait_until("grep -q DISABLED /scratch/ovs-hold.out", timeout=30)
+    assert trace(l1host, f"in_port=1,dl_src=02:00:00:00:00:10,{bcast}") == set()
+    assert trace(l1host, f"in_port=2,dl_src=02:00:00:00:00:11,{bcast}") == {reps[0]}
+
+    # The client dies: within 1 s its VFs are default-deny and free again.
+    l1host.check("kill -9 $(cat /tmp/ovs-hold.pid)")
+    t0 = time.monotonic()
+    l1host.wait_until(f"test \"$(ovs-ofctl dump-flows br-vpd | grep -c priority=100)\" = 0 && "
+                      f"test $(ovs-vsctl get Port {reps[1]} tag) = 4095", timeout=10,
+                      interval=0.05)
+    reset_s = time.monotonic() - t0
+    assert flows(l1host) == free_flows
+    stop_daemon(l1host)
+    log = l1host.check("cat /scratch/vpd.log")
+    assert "OVS: 8 representor(s) added to bridge br-vpd" in log, log
+    with open(os.path.join(paths.ARTIFACTS, "l1-daemon-ovs-timings.txt"), "w") as f:
+        f.write(f"flows_reset_after_kill_s {reset_s:.3f}\n")

@@ -7,17 +7,9 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.nested]
+from harness.ovs import L1_OVS_START as OVS_START
 
-OVS_START = (
-    "mkdir -p /run/openvswitch /etc/openvswitch /var/log/openvswitch && "
-    "rm -f /etc/openvswitch/conf.db && "
-    "ovsdb-tool create /etc/openvswitch/conf.db /usr/share/openvswitch/vswitch.ovsschema && "
-    "ovsdb-server /etc/openvswitch/conf.db --remote=punix:/run/openvswitch/db.sock "
-    "--pidfile --detach --log-file && "
-    "ovs-vsctl --no-wait init && "
-    "ovs-vswitchd --pidfile --detach --log-file"
-)
+pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
 
 def test_modules_load(l1host):

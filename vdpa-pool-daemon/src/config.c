@@ -271,8 +271,12 @@ static bool daemon_key(struct parser *p, const char *key, const char *val,
 		return fail(p, error, "unknown key '%s' in [daemon]", key);
 	if ((!strcmp(key, "socket") || !strcmp(key, "state")) && val[0] != '/')
 		return fail(p, error, "'%s' must be an absolute path", key);
-	if (!strcmp(key, "ovs-bridge") && !valid_name(val))
-		return fail(p, error, "invalid bridge name '%s'", val);
+	if (!strcmp(key, "ovs-bridge") && (!valid_name(val) || strlen(val) > 15 ||
+					       strpbrk(val, ":/")))
+		return fail(p, error, "invalid bridge name '%s' (a netdev name: at most 15 "
+			    "of A-Z a-z 0-9 . _ -)", val);
+	if (!strcmp(key, "ovsdb") && (!g_str_has_prefix(val, "unix:/") || val[6] == '\0'))
+		return fail(p, error, "ovsdb must be unix:/ABSOLUTE/PATH, not '%s'", val);
 	g_free(*slot);
 	*slot = g_strdup(val);
 	return true;
@@ -428,7 +432,6 @@ struct vpd_config *vpd_config_parse(const char *text, const char *filename,
 	cfg->pools = g_ptr_array_new_with_free_func(pool_free);
 	cfg->socket_path = g_strdup("/run/vdpa-pool-daemon/api.sock");
 	cfg->state_path = g_strdup("/var/lib/vdpa-pool-daemon/state");
-	cfg->ovs_bridge = g_strdup("br-vsriov");
 	cfg->ovsdb = g_strdup("unix:/run/openvswitch/db.sock");
 	p.cfg = cfg;
 	p.pool_pf_names = g_ptr_array_new_with_free_func(g_free);

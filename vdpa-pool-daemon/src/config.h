@@ -50,7 +50,7 @@ struct vpd_pool {
 struct vpd_config {
 	char *socket_path;
 	char *state_path;
-	char *ovs_bridge;
+	char *ovs_bridge;            /* NULL: the daemon leaves OVS alone */
 	char *ovsdb;                 /* OVSDB remote, e.g. unix:/run/openvswitch/db.sock */
 	GPtrArray *pfs;              /* struct vpd_pf * */
 	GPtrArray *pools;            /* struct vpd_pool * */

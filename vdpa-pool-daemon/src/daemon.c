@@ -8,14 +8,16 @@
  *
  * At start: load and check the configuration, provision (VFs, switchdev,
  * one vDPA device per pooled VF bound to vhost_vdpa; idempotent), restore
- * the claims of the state file, then serve the API socket until SIGTERM or
- * SIGINT.  Stopping does not release claims: VFs in use keep their data
+ * the claims of the state file, make OVS hold each VF's port and flows as
+ * the claims say (when ovs-bridge is configured), then serve the API socket
+ * until SIGTERM or SIGINT.  Stopping does not release claims: VFs in use keep their data
  * plane, and a restarted daemon gives each claim back to its process.
  *
  * --fake-vhost-dir DIR skips provisioning and serves DIR/POOL-VF files as
  * the pooled VFs' backends: for tests of the API without a kernel.
  */
 #include "config.h"
+#include "ovs.h"
 #include "pool.h"
 #include "provision.h"
 #include "server.h"
@@ -29,6 +31,18 @@ static gboolean quit(gpointer loop)
 	g_message("stopping; claims stay in the state file");
 	g_main_loop_quit(loop);
 	return G_SOURCE_CONTINUE;
+}
+
+static bool apply_ovs(struct vpd_entry *e, const struct vpd_vf_attrs *attrs, void *ovs,
+		      GError **error)
+{
+	(void)attrs;  /* e->attrs */
+	return vpd_ovs_apply(ovs, e, error);
+}
+
+static GPtrArray *flows_ovs(const struct vpd_entry *e, void *ovs, GError **error)
+{
+	return vpd_ovs_vf_flows(ovs, e, error);
 }
 
 static void fake_backends(struct vpd_pools *pools, const char *dir)
@@ -62,6 +76,7 @@ int main(int argc, char **argv)
 	g_autoptr(vpd_config) cfg = NULL;
 	g_autoptr(vpd_pools) pools = NULL;
 	struct vpd_provision *prov = NULL;
+	struct vpd_ovs *ovs = NULL;
 	struct vpd_state *state;
 	struct vpd_server *server;
 	GMainLoop *loop;
@@ -98,15 +113,28 @@ int main(int argc, char **argv)
 		vpd_provision_free(prov);
 		return 1;
 	}
+	if (cfg->ovs_bridge && !fake_dir) {
+		ovs = vpd_ovs_new(cfg, &err);
+		if (!ovs || !vpd_ovs_sync(ovs, pools, &err)) {
+			fprintf(stderr, "vdpa-pool-daemon: OVS: %s\n", err->message);
+			vpd_ovs_free(ovs);
+			vpd_state_close(state);
+			vpd_provision_free(prov);
+			return 1;
+		}
+	}
 	server = vpd_server_new(pools, socket_path ? socket_path : cfg->socket_path, state, &err);
 	if (!server) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
+		vpd_ovs_free(ovs);
 		vpd_state_close(state);
 		vpd_provision_free(prov);
 		return 1;
 	}
-	if (prov)
-		vpd_server_set_apply(server, vpd_provision_apply, prov);
+	if (ovs) {
+		vpd_server_set_apply(server, apply_ovs, ovs);
+		vpd_server_set_flows(server, flows_ovs, ovs);
+	}
 
 	loop = g_main_loop_new(NULL, FALSE);
 	g_unix_signal_add(SIGTERM, quit, loop);
@@ -121,6 +149,7 @@ int main(int argc, char **argv)
 
 	vpd_server_free(server);
 	vpd_state_close(state);
+	vpd_ovs_free(ovs);
 	vpd_provision_free(prov);
 	g_main_loop_unref(loop);
 	return 0;

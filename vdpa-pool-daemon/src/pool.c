@@ -47,6 +47,7 @@ static void entry_free(gpointer data)
 	g_free(e->owner);
 	g_free(e->vdpa_dev);
 	g_free(e->vhost_path);
+	g_free(e->rep);
 	g_free(e);
 }
 

@@ -50,6 +50,7 @@ struct vpd_entry {
 	struct vpd_vf_attrs attrs;
 	char *vdpa_dev;               /* its vDPA device, set by provisioning */
 	char *vhost_path;             /* /dev/vhost-vdpa-N of that device */
+	char *rep;                    /* its representor netdev, when OVS is used */
 };
 
 struct vpd_pools {

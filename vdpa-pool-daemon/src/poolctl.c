@@ -14,6 +14,7 @@
  *       connection error.  Default socket: /run/vdpa-pool-daemon/api.sock.
  */
 #include "config.h"
+#include "json.h"
 #include "pool.h"
 #include "protocol.h"
 
@@ -170,7 +171,7 @@ static int status(const char *path, bool json)
 					       "\"vlan\":%u,\"qos\":%u,\"vlan_proto\":%u,"
 					       "\"spoofchk\":%s,\"trust\":%s,\"link_state\":\"%s\","
 					       "\"min_tx_rate\":%u,\"max_tx_rate\":%u,"
-					       "\"vhost\":\"%s\"}", first ? "" : ",", pool,
+					       "\"vhost\":\"%s\"", first ? "" : ",", pool,
 					       nested_u32(a, VPD_A_VF_INDEX), nested_u32(a, VPD_A_HANDLE),
 					       state[st], owner, mac, nested_small(a, VPD_A_VLAN),
 					       nested_small(a, VPD_A_QOS),
@@ -180,6 +181,23 @@ static int status(const char *path, bool json)
 					       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
 					       nested_u32(a, VPD_A_MIN_TX_RATE),
 					       nested_u32(a, VPD_A_MAX_TX_RATE), vhost);
+			if (nested_get(a, VPD_A_PORT)) {
+				g_string_append(s, ",\"port\":");
+				vpd_json_put_str(s, nested_str(a, VPD_A_PORT));
+				g_string_append(s, ",\"flows\":[");
+				for (guint j = 0, n = 0; j < a->len; j++) {
+					const struct vpd_attr_view *f =
+						&g_array_index(a, struct vpd_attr_view, j);
+
+					if (f->type != VPD_A_FLOW || !vpd_attr_str(f))
+						continue;
+					if (n++)
+						g_string_append_c(s, ',');
+					vpd_json_put_str(s, vpd_attr_str(f));
+				}
+				g_string_append_c(s, ']');
+			}
+			g_string_append_c(s, '}');
 			first = false;
 		} else {
 			printf("%-12s %4u  %-24s %-17s %5u %3u %-8s %-6s %-7s %s%s%s\n",
@@ -190,6 +208,15 @@ static int status(const char *path, bool json)
 			       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
 			       nested_str(a, VPD_A_OWNER), st ? " " : "",
 			       nested_str(a, VPD_A_VHOST_PATH));
+			if (nested_get(a, VPD_A_PORT))
+				printf("%19s port %s\n", "", nested_str(a, VPD_A_PORT));
+			for (guint j = 0; j < a->len; j++) {
+				const struct vpd_attr_view *f =
+					&g_array_index(a, struct vpd_attr_view, j);
+
+				if (f->type == VPD_A_FLOW && vpd_attr_str(f))
+					printf("%19s flow %s\n", "", vpd_attr_str(f));
+			}
 		}
 	}
 	if (json) {
@@ -202,7 +229,7 @@ static int status(const char *path, bool json)
 static void print_human(const struct vpd_config *cfg, const struct vpd_pools *pools)
 {
 	printf("socket %s, state %s, OVS bridge %s\n", cfg->socket_path, cfg->state_path,
-	       cfg->ovs_bridge);
+	       cfg->ovs_bridge ? cfg->ovs_bridge : "(none: OVS is left alone)");
 	for (unsigned i = 0; i < cfg->pfs->len; i++) {
 		const struct vpd_pf *pf = cfg->pfs->pdata[i];
 

@@ -35,6 +35,8 @@ static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_VHOST_PATH] = K_STR,
 	[VPD_A_ERRNO] = K_U32,
 	[VPD_A_MESSAGE] = K_STR,
+	[VPD_A_PORT] = K_STR,
+	[VPD_A_FLOW] = K_STR,
 };
 
 #define MAX_STR 1024

@@ -22,7 +22,7 @@
 #define VPD_MAGIC 0x31445056u   /* "VPD1" */
 #define VPD_VERSION 1
 #define VPD_HEADER_SIZE 16
-#define VPD_MAX_PAYLOAD (64 * 1024)
+#define VPD_MAX_PAYLOAD (256 * 1024)
 #define VPD_MAX_DEPTH 2
 
 #define VPD_PROTOCOL_ERROR (vpd_protocol_error_quark())
@@ -59,7 +59,10 @@ enum vpd_attr {
 	VPD_A_VHOST_PATH = 16,  /* string: /dev/vhost-vdpa-N */
 	VPD_A_ERRNO = 17,       /* u32 */
 	VPD_A_MESSAGE = 18,     /* string */
-	VPD_A_MAX = 18,
+	VPD_A_PORT = 19,        /* string: the VF's representor (STATUS) */
+	VPD_A_FLOW = 20,        /* string, repeated: an OVS flow of the VF and
+				 * its counters (STATUS) */
+	VPD_A_MAX = 20,
 };
 
 /* A parsed attribute; value points into the message buffer. */

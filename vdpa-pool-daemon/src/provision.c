@@ -359,19 +359,3 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError 
 	}
 	return true;
 }
-
-bool vpd_provision_apply(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
-			 void *opaque, GError **error)
-{
-	/*
-	 * The VF's switch-port configuration (OVS flows on its representor)
-	 * is not implemented yet: the attributes are validated, recorded in
-	 * the state file and reported, not enforced.
-	 */
-	(void)opaque;
-	(void)error;
-	g_debug("VF %u of pool '%s': vlan %u mac %02x:%02x:%02x:%02x:%02x:%02x recorded", e->vf,
-		e->pool->name, attrs->vlan, attrs->mac[0], attrs->mac[1], attrs->mac[2],
-		attrs->mac[3], attrs->mac[4], attrs->mac[5]);
-	return true;
-}

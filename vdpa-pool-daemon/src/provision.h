@@ -20,9 +20,6 @@ struct vpd_provision;
 
 struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **error);
 bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error);
-/* The datapath side of a VF's attributes (server.h's vpd_apply_fn). */
-bool vpd_provision_apply(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
-			 void *opaque, GError **error);
 void vpd_provision_free(struct vpd_provision *p);
 
 /* The vDPA device name of VF vf of pf (also used by tests and the CLI). */

@@ -40,6 +40,8 @@ struct vpd_server {
 	uint64_t next_id;
 	vpd_apply_fn apply;
 	void *apply_opaque;
+	vpd_flows_fn flows;
+	void *flows_opaque;
 };
 
 static void client_free(gpointer data)
@@ -65,23 +67,20 @@ static bool save(struct vpd_server *s, const struct vpd_entry *e)
 	return true;
 }
 
-static bool apply(struct vpd_server *s, struct vpd_entry *e, const struct vpd_vf_attrs *a,
-		  GError **error)
+static bool apply(struct vpd_server *s, struct vpd_entry *e, GError **error)
 {
-	return !s->apply || s->apply(e, a, s->apply_opaque, error);
+	return !s->apply || s->apply(e, &e->attrs, s->apply_opaque, error);
 }
 
-/* Back to the pool: the datapath first (default-deny), then the state. */
+/* Back to the pool (attributes to defaults), its datapath to default-deny. */
 static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t client)
 {
-	struct vpd_vf_attrs defaults;
 	g_autoptr(GError) err = NULL;
 
-	vpd_entry_default_attrs(e, &defaults);
-	if (!apply(s, e, &defaults, &err))
+	vpd_pools_release(s->pools, e, client, NULL);
+	if (!apply(s, e, &err))
 		g_warning("VF %u of pool '%s': resetting its datapath failed: %s", e->vf,
 			  e->pool->name, err->message);
-	vpd_pools_release(s->pools, e, client, NULL);
 	save(s, e);
 }
 
@@ -170,7 +169,8 @@ static int pool_errno(const GError *err)
 	}
 }
 
-static void put_vf(struct vpd_builder *b, const struct vpd_entry *e, bool status)
+static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd_entry *e,
+		   bool status)
 {
 	const struct vpd_vf_attrs *a = &e->attrs;
 
@@ -194,6 +194,20 @@ static void put_vf(struct vpd_builder *b, const struct vpd_entry *e, bool status
 	vpd_put_u32(b, VPD_A_MAX_TX_RATE, a->max_tx_rate);
 	if (e->vhost_path)
 		vpd_put_str(b, VPD_A_VHOST_PATH, e->vhost_path);
+	if (status && e->rep)
+		vpd_put_str(b, VPD_A_PORT, e->rep);
+	if (status && s->flows) {
+		g_autoptr(GError) err = NULL;
+		g_autoptr(GPtrArray) flows = s->flows(e, s->flows_opaque, &err);
+
+		for (unsigned i = 0; flows && i < flows->len; i++)
+			vpd_put_str(b, VPD_A_FLOW, flows->pdata[i]);
+		if (!flows) {
+			g_autofree char *msg = g_strdup_printf("unknown: %s", err->message);
+
+			vpd_put_str(b, VPD_A_FLOW, msg);
+		}
+	}
 	vpd_nest_end(b);
 }
 
@@ -251,11 +265,25 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 			return send_error(c, m->seq, errnum, msg);
 		}
 	}
+	/* Their datapath opens (flows of a claimed VF), all or none. */
+	for (i = 0; i < got->len; i++) {
+		if (!apply(s, got->pdata[i], &err)) {
+			g_autofree char *msg = g_strdup_printf("VF %u of pool '%s': %s",
+				((struct vpd_entry *)got->pdata[i])->vf, pool, err->message);
+
+			for (unsigned j = 0; j < got->len; j++) {
+				close(fds[j]);
+				release_entry(s, got->pdata[j], c->id);
+			}
+			g_warning("claim refused: %s", msg);
+			return send_error(c, m->seq, EIO, msg);
+		}
+	}
 	for (i = 0; i < got->len; i++)
 		save(s, got->pdata[i]);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	for (i = 0; i < got->len; i++)
-		put_vf(&b, got->pdata[i], false);
+		put_vf(s, &b, got->pdata[i], false);
 	reply = vpd_builder_finish(&b);
 	ok = send_all(c, reply, fds, got->len);
 	for (i = 0; i < got->len; i++)
@@ -330,13 +358,19 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 		return send_error(c, m->seq, EPERM, "that VF is not claimed by this client");
 	if (!vpd_pools_set_attrs(c->s->pools, e, c->id, &a, &err))
 		return send_error(c, m->seq, pool_errno(err), err->message);
-	if (!apply(c->s, e, &a, &err)) {
+	if (!apply(c->s, e, &err)) {
+		g_autoptr(GError) again = NULL;
+
+		/* Back to what was, in the datapath too (best effort). */
 		e->attrs = old;
+		if (!apply(c->s, e, &again))
+			g_warning("VF %u of pool '%s': restoring its datapath failed: %s", e->vf,
+				  e->pool->name, again->message);
 		return send_error(c, m->seq, EIO, err->message);
 	}
 	save(c->s, e);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
-	put_vf(&b, e, false);
+	put_vf(c->s, &b, e, false);
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
 }
@@ -354,7 +388,7 @@ static bool do_query(struct client *c, const struct vpd_msg *m, bool all)
 		const struct vpd_entry *e = s->pools->entries->pdata[i];
 
 		if (all || (e->claimed && e->client == c->id))
-			put_vf(&b, e, all);
+			put_vf(s, &b, e, all);
 	}
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
@@ -586,6 +620,12 @@ struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_pa
 	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
 	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
 	return s;
+}
+
+void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque)
+{
+	s->flows = fn;
+	s->flows_opaque = opaque;
 }
 
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque)

@@ -21,17 +21,26 @@
 struct vpd_server;
 
 /*
- * What the server asks of the datapath when a VF's attributes change
- * (claimed with new attributes, or released back to the defaults).
- * Returning false refuses the change; the server then answers with error.
+ * What the server asks of the datapath when a VF changes: claimed (with
+ * its attributes), its attributes set, released (e->claimed is false,
+ * attrs are the defaults).  attrs is e->attrs.  Returning false refuses a
+ * claim or a change, which the server then undoes and answers with error;
+ * a release happens regardless (and is logged).
  */
 typedef bool (*vpd_apply_fn)(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
 			     void *opaque, GError **error);
+
+/*
+ * What STATUS lists as a VF's flows (strings), or NULL with error when the
+ * datapath cannot say; unset, STATUS lists none.
+ */
+typedef GPtrArray *(*vpd_flows_fn)(const struct vpd_entry *e, void *opaque, GError **error);
 
 /* The server records every change of the claims in state (not owned). */
 struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
 				  struct vpd_state *state, GError **error);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
+void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
 /* Watch the processes of restored claims; call once the loop runs. */
 void vpd_server_watch_orphans(struct vpd_server *s);
 void vpd_server_free(struct vpd_server *s);

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests of the OVS side: the JSON reader OVSDB's replies go through
+ * (good, bad and random input), the flows each VF state gives, and the
+ * OpenFlow 1.4 messages, decoded back field by field as the OpenFlow 1.4
+ * specification lays them out.  OVS itself runs in
+ * tests/nested/test_l1_daemon.py.
+ */
+#include "json.h"
+#include "ovs.h"
+
+#include <string.h>
+
+static uint16_t be16(const uint8_t *p)
+{
+	return p[0] << 8 | p[1];
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)be16(p) << 16 | be16(p + 2);
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static void test_json_good(void)
+{
+	static const char text[] =
+		" {\"id\":7,\"result\":[{\"rows\":[{\"name\":\"a\\\"b\\u00e9\\ud83d\\ude00\","
+		"\"_uuid\":[\"uuid\",\"1-2\"],\"ofport\":-1.5e2}]},{\"count\":1}],"
+		"\"error\":null,\"t\":true,\"f\":false,\"e\":{},\"a\":[]} ";
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_json) j = vpd_json_parse(text, strlen(text), &err);
+	const struct vpd_json *row;
+
+	g_assert_no_error(err);
+	g_assert_cmpint(vpd_json_get(j, "id")->num, ==, 7);
+	row = vpd_json_at(vpd_json_get(vpd_json_at(vpd_json_get(j, "result"), 0), "rows"), 0);
+	g_assert_cmpstr(vpd_json_get(row, "name")->str, ==, "a\"b\xc3\xa9\xf0\x9f\x98\x80");
+	g_assert_cmpstr(vpd_json_at(vpd_json_get(row, "_uuid"), 1)->str, ==, "1-2");
+	g_assert_cmpfloat(vpd_json_get(row, "ofport")->num, ==, -150);
+	g_assert_cmpint(vpd_json_get(vpd_json_at(vpd_json_get(j, "result"), 1), "count")->num,
+			==, 1);
+	g_assert_cmpint(vpd_json_get(j, "error")->type, ==, VPD_JSON_NULL);
+	g_assert_cmpint(vpd_json_get(j, "t")->type, ==, VPD_JSON_TRUE);
+	g_assert_cmpint(vpd_json_get(j, "f")->type, ==, VPD_JSON_FALSE);
+	g_assert_cmpuint(vpd_json_len(vpd_json_get(j, "a")), ==, 0);
+	g_assert_null(vpd_json_get(j, "missing"));
+	g_assert_null(vpd_json_at(j, 0));
+	g_assert_cmpint(vpd_json_span(text, strlen(text)), ==, strlen(text) - 1);
+}
+
+static void test_json_bad(void)
+{
+	static const char *const bad[] = {
+		"", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "[1 2]", "\"abc", "01", "-", "1.",
+		"1e", "tru", "nul", "[\"\\x\"]", "[\"\\ud800\"]", "[\"\\udc00\"]", "[\"\\u0000\"]",
+		"[\"a\nb\"]", "{} {}", "{1:2}", "[\"\\u12g4\"]",
+	};
+	g_autoptr(GString) deep = g_string_new(NULL);
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_autoptr(GError) err = NULL;
+		g_autoptr(vpd_json) j = vpd_json_parse(bad[i], strlen(bad[i]), &err);
+
+		if (j || !err)
+			g_error("'%s' parsed", bad[i]);
+		g_assert_true(g_str_has_prefix(err->message, "bad JSON from OVSDB: "));
+	}
+	for (unsigned i = 0; i < VPD_JSON_MAX_DEPTH + 2; i++)
+		g_string_append_c(deep, '[');
+	for (unsigned i = 0; i < VPD_JSON_MAX_DEPTH + 2; i++)
+		g_string_append_c(deep, ']');
+	g_assert_null(vpd_json_parse(deep->str, deep->len, NULL));
+	g_assert_cmpint(vpd_json_span(deep->str, deep->len), ==, -1);
+	/* Streams: partial values, two back to back, strings with brackets. */
+	g_assert_cmpint(vpd_json_span("{\"a\":[1,", 8), ==, 0);
+	g_assert_cmpint(vpd_json_span("{\"a\":\"}]\\\"\"}{}", 14), ==, 12);
+	g_assert_cmpint(vpd_json_span("  ", 2), ==, 0);
+	g_assert_cmpint(vpd_json_span("x", 1), ==, -1);
+}
+
+/* Random bytes and mutations of a real reply: never a crash or a leak. */
+static void test_json_random(void)
+{
+	static const char seed[] =
+		"{\"id\":1,\"result\":[{\"rows\":[{\"name\":\"pf0vf1\",\"ofport\":2}]}],"
+		"\"error\":null}";
+	GRand *r = g_rand_new_with_seed(42);
+	char buf[sizeof(seed)];
+
+	for (unsigned i = 0; i < 100000; i++) {
+		gsize len = sizeof(seed) - 1;
+		struct vpd_json *j;
+
+		memcpy(buf, seed, sizeof(seed));
+		for (unsigned k = g_rand_int_range(r, 1, 4); k; k--)
+			buf[g_rand_int_range(r, 0, len)] = g_rand_int_range(r, 0, 256);
+		len = g_rand_int_range(r, 0, len + 1);
+		j = vpd_json_parse(buf, len, NULL);
+		vpd_json_free(j);
+		g_assert_cmpint(vpd_json_span(buf, len), <=, (gssize)len);
+	}
+	g_rand_free(r);
+}
+
+static void test_json_put_str(void)
+{
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_autoptr(vpd_json) j = NULL;
+
+	vpd_json_put_str(s, "a\"b\\c\n\x01");
+	g_assert_cmpstr(s->str, ==, "\"a\\\"b\\\\c\\u000a\\u0001\"");
+	j = vpd_json_parse(s->str, s->len, NULL);
+	g_assert_cmpstr(j->str, ==, "a\"b\\c\n\x01");
+}
+
+static void test_vf_flows(void)
+{
+	struct vpd_pf pf = { .name = (char *)"eth0" };
+	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf };
+	struct vpd_entry e = { .pool = &pool, .vf = 3 };
+	struct vpd_flow f[2];
+	g_autofree char *deny = NULL, *allow = NULL;
+
+	g_assert_cmpuint(vpd_vf_ofport(0, 3), ==, 4);
+	g_assert_cmpuint(vpd_vf_ofport(2, 0), ==, 2001);
+	/* Free: drop only. */
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 1);
+	deny = vpd_flow_to_string(&f[0]);
+	g_assert_cmpstr(deny, ==, "cookie=0x5650010000010003, priority=10,in_port=1004 "
+			"actions=drop");
+	/* Claimed, spoof checking on with a MAC: from that MAC only. */
+	e.claimed = true;
+	e.attrs.spoofchk = true;
+	memcpy(e.attrs.mac, "\x02\x00\x00\x00\x00\x10", 6);
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
+	allow = vpd_flow_to_string(&f[1]);
+	g_assert_cmpstr(allow, ==, "cookie=0x5650020000010003, priority=100,in_port=1004,"
+			"dl_src=02:00:00:00:00:10 actions=NORMAL");
+	/* Spoof checking off: any source. */
+	e.attrs.spoofchk = false;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
+	g_assert_false(f[1].match_src);
+	/* Link disabled: dropped like a free VF. */
+	e.attrs.link_state = VPD_LINK_DISABLE;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 1);
+}
+
+static void test_flow_mod_add(void)
+{
+	struct vpd_flow f = {
+		.cookie = 0x5650020000000001ull, .priority = 100, .in_port = 2,
+		.match_src = true, .src = { 2, 0, 0, 0, 0, 0x10 }, .normal = true,
+	};
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	const uint8_t *m;
+
+	vpd_of_flow_mod(b, 77, VPD_OFPFC_ADD, &f, 0);
+	m = b->data;
+	g_assert_cmpuint(m[0], ==, 5);
+	g_assert_cmpuint(m[1], ==, VPD_OFPT_FLOW_MOD);
+	g_assert_cmpuint(be16(m + 2), ==, b->len);
+	g_assert_cmpuint(b->len % 8, ==, 0);
+	g_assert_cmpuint(be32(m + 4), ==, 77);
+	g_assert_cmphex(be64(m + 8), ==, f.cookie);
+	g_assert_cmphex(be64(m + 16), ==, 0);
+	g_assert_cmpuint(m[24], ==, 0);                   /* table */
+	g_assert_cmpuint(m[25], ==, VPD_OFPFC_ADD);
+	g_assert_cmpuint(be16(m + 30), ==, 100);          /* priority */
+	g_assert_cmphex(be32(m + 32), ==, 0xffffffff);    /* no buffer */
+	/* match at 48: OXM, length 4 + 8 + 10 = 22, padded to 24 */
+	g_assert_cmpuint(be16(m + 48), ==, 1);
+	g_assert_cmpuint(be16(m + 50), ==, 22);
+	g_assert_cmphex(be32(m + 52), ==, 0x80000004);    /* IN_PORT */
+	g_assert_cmpuint(be32(m + 56), ==, 2);
+	g_assert_cmphex(be32(m + 60), ==, 0x80000806);    /* ETH_SRC */
+	g_assert_cmpmem(m + 64, 6, f.src, 6);
+	/* instructions at 72: APPLY_ACTIONS [OUTPUT:NORMAL] */
+	g_assert_cmpuint(be16(m + 72), ==, 4);
+	g_assert_cmpuint(be16(m + 74), ==, 24);
+	g_assert_cmpuint(be16(m + 80), ==, 0);
+	g_assert_cmpuint(be16(m + 82), ==, 16);
+	g_assert_cmphex(be32(m + 84), ==, 0xfffffffa);
+	g_assert_cmpuint(b->len, ==, 96);
+}
+
+static void test_flow_mod_delete_and_bundle(void)
+{
+	struct vpd_flow f = { .cookie = VPD_COOKIE_MAGIC };
+	g_autoptr(GByteArray) del = g_byte_array_new();
+	g_autoptr(GByteArray) b = g_byte_array_new();
+
+	vpd_of_flow_mod(del, 1, VPD_OFPFC_DELETE, &f, VPD_COOKIE_MAGIC_MASK);
+	g_assert_cmpuint(del->len, ==, 56);               /* no match fields, no actions */
+	g_assert_cmpuint(del->data[25], ==, VPD_OFPFC_DELETE);
+	g_assert_cmphex(be64(del->data + 16), ==, VPD_COOKIE_MAGIC_MASK);
+	g_assert_cmphex(be32(del->data + 36), ==, 0xffffffff);  /* out_port any */
+	g_assert_cmpuint(be16(del->data + 50), ==, 4);          /* empty match */
+
+	vpd_of_bundle_ctrl(b, 5, 9, 4);
+	g_assert_cmpuint(b->len, ==, 16);
+	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_BUNDLE_CONTROL);
+	g_assert_cmpuint(be32(b->data + 8), ==, 9);
+	g_assert_cmpuint(be16(b->data + 12), ==, 4);      /* commit */
+	g_assert_cmpuint(be16(b->data + 14), ==, 1);      /* atomic */
+	g_byte_array_set_size(b, 0);
+	vpd_of_bundle_add(b, 6, 9, del);
+	g_assert_cmpuint(b->len, ==, 16 + del->len);
+	g_assert_cmpuint(be16(b->data + 2), ==, b->len);
+	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_BUNDLE_ADD_MESSAGE);
+	g_assert_cmpmem(b->data + 16, 4, del->data, 4);
+	g_assert_cmpuint(be32(b->data + 20), ==, 6);      /* the inner xid is the outer */
+	g_assert_cmpmem(b->data + 24, del->len - 8, del->data + 8, del->len - 8);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/ovs/json/good", test_json_good);
+	g_test_add_func("/ovs/json/bad", test_json_bad);
+	g_test_add_func("/ovs/json/random", test_json_random);
+	g_test_add_func("/ovs/json/put-str", test_json_put_str);
+	g_test_add_func("/ovs/vf-flows", test_vf_flows);
+	g_test_add_func("/ovs/flow-mod-add", test_flow_mod_add);
+	g_test_add_func("/ovs/flow-mod-delete-and-bundle", test_flow_mod_delete_and_bundle);
+	return g_test_run();
+}
