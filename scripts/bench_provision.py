@@ -3,12 +3,15 @@
 """Provisioning 64 VFs from nothing in the emulated host, side by side.
 
 Each run starts from a new netdevsim device with no VFs and no vDPA
-devices, and ends when every VF has a vDPA device bound to vhost_vdpa with
-its /dev/vhost-vdpa-N: the daemon (eswitch over devlink netlink,
-sriov_numvfs, VDPA_CMD_DEV_NEW per VF) from its start to READY, and a shell
-script doing the same with `devlink`, `echo > sriov_numvfs` and one
-`vdpa dev add` per VF.  OVS ports and flows are in neither (the daemon does
-not do them yet).  Each is run ROUNDS times, alternating."""
+devices, and no OVS bridge, and ends when every VF has a vDPA device bound
+to vhost_vdpa with its /dev/vhost-vdpa-N and its representor is a port of a
+new OVS bridge (kernel datapath), in VLAN 4095 with its OpenFlow port
+number and a default-deny flow: the daemon (eswitch over devlink netlink,
+sriov_numvfs, VDPA_CMD_DEV_NEW per VF, one OVSDB transaction, one OpenFlow
+bundle) from its start to READY, and a shell script doing the same with
+`devlink`, `echo > sriov_numvfs`, one `vdpa dev add` per VF, `ip link set
+up`, `ovs-vsctl add-port` and `ovs-ofctl add-flow` per VF.  Each is run
+ROUNDS times, alternating."""
 import json
 import os
 import statistics
@@ -18,6 +21,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from harness import paths  # noqa: E402
+from harness.ovs import L1_OVS_START  # noqa: E402
 from harness.vm import L1Host  # noqa: E402
 
 NUM_VFS = 64
@@ -40,11 +44,28 @@ while [ $i -lt $n ]; do
 	test -c /dev/$d
 	i=$((i + 1))
 done
+br=br$dev
+sw=$(cat /sys/bus/netdevsim/devices/netdevsim$dev/net/*/phys_switch_id | head -1)
+ovs-vsctl add-br $br -- set-fail-mode $br secure -- \
+	set Bridge $br protocols=OpenFlow10,OpenFlow13,OpenFlow14
+ovs-ofctl add-flow $br "cookie=0x5650030000000000,priority=0,actions=NORMAL"
+for r in /sys/class/net/*; do
+	[ "$(cat $r/phys_switch_id 2>/dev/null)" = "$sw" ] || continue
+	vf=$(sed -n 's/^pf[0-9]*vf//p' $r/phys_port_name 2>/dev/null)
+	[ -n "$vf" ] || continue
+	rep=$(basename $r)
+	ip link set $rep up
+	ovs-vsctl add-port $br $rep -- set Interface $rep ofport_request=$((vf + 1)) \
+		external_ids:vpd-state=free -- set Port $rep tag=4095
+	ovs-ofctl add-flow $br "cookie=0x565001000000$(printf %04x $vf),priority=10,in_port=$((vf + 1)),actions=drop"
+done
+test "$(ovs-vsctl list-ports $br | wc -l)" = "$n"
 """
 
 CONF = """[daemon]
 socket = /run/vpd{dev}/api.sock
 state = /run/vpd{dev}/state
+ovs-bridge = br{dev}
 [pf {pf}]
 num-vfs = {n}
 eswitch = switchdev
@@ -60,6 +81,15 @@ def new_netdevsim(l1, dev):
                        timeout=30).stdout.split()[0]
     l1.check(f"echo {NUM_VFS} > /sys/kernel/debug/netdevsim/netdevsim{dev}/max_vfs")
     return pf
+
+
+def check_bridge(l1, dev):
+    """Both ways end with the same OVS: 64 ports and 65 flows; then the
+    bridge goes, so that every run starts from the same OVS."""
+    assert int(l1.check(f"ovs-vsctl list-ports br{dev} | wc -l")) == NUM_VFS
+    flows = l1.check(f"ovs-ofctl --no-stats dump-flows br{dev}")
+    assert flows.count("actions=drop") == NUM_VFS and "actions=NORMAL" in flows, flows
+    l1.check(f"ovs-vsctl del-br br{dev}", timeout=300)
 
 
 def timed(l1, cmd):
@@ -78,12 +108,14 @@ def main():
     l1.start(boot_timeout=300)
     res = {"vfs": NUM_VFS, "rounds": ROUNDS, "daemon_s": [], "script_s": []}
     try:
-        l1.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
+        l1.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
+        l1.check(L1_OVS_START, timeout=120)
         l1.check(f"cat > /tmp/provision.sh <<'EOF'\n{SCRIPT}EOF\nchmod +x /tmp/provision.sh")
         dev = 10
         for _ in range(ROUNDS):
             new_netdevsim(l1, dev)
             res["script_s"].append(timed(l1, f"/tmp/provision.sh {dev} {NUM_VFS}"))
+            check_bridge(l1, dev)
             dev += 1
             pf = new_netdevsim(l1, dev)
             l1.check(f"mkdir -p /run/vpd{dev} && cat > /tmp/vpd{dev}.conf <<'EOF'\n"
@@ -95,6 +127,7 @@ def main():
             assert l1.check("cat /tmp/ready").strip() == "READY"
             n = int(l1.check(f"ls /sys/bus/vdpa/devices/ | grep -c '^vpd-{pf}-'").strip())
             assert n == NUM_VFS, n
+            check_bridge(l1, dev)
             dev += 1
     finally:
         l1.stop()

@@ -69,6 +69,7 @@ HOST_PACKAGES=(
 	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 	qemu-system-x86
+	clang-14 libclang-rt-14-dev
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)

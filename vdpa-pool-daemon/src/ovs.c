@@ -41,6 +41,7 @@ struct vpd_ovs {
 	char *db_path;     /* OVSDB's unix socket */
 	char *mgmt_path;   /* the bridge's OpenFlow management socket */
 	struct conn db, of;
+	GHashTable *rows;  /* entry -> the OVSDB update last committed for it */
 	unsigned db_id;
 	uint32_t xid;
 	uint32_t bundle;
@@ -337,27 +338,33 @@ static bool db_connect(struct vpd_ovs *o, GError **error)
 	return o->db.fd >= 0 || conn_open(&o->db, o->db_path, "OVSDB", error);
 }
 
-/*
- * One "transact" on Open_vSwitch with ops (a JSON array's elements); the
- * reply's result array, each operation's errors turned into error.
- */
-static struct vpd_json *db_transact_once(struct vpd_ovs *o, const char *ops, GError **error)
+/* Send one "transact" on Open_vSwitch with ops (a JSON array's elements). */
+static bool db_send(struct vpd_ovs *o, const char *ops, unsigned *id, GError **error)
 {
 	g_autoptr(GString) req = g_string_new(NULL);
-	unsigned id = ++o->db_id;
-	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
 
 	if (!db_connect(o, error))
-		return NULL;
+		return false;
+	*id = ++o->db_id;
 	g_string_printf(req, "{\"method\":\"transact\",\"params\":[\"Open_vSwitch\",%s],"
-			"\"id\":%u}", ops, id);
-	if (!conn_send(&o->db, req->str, req->len, "OVSDB", error))
-		return NULL;
+			"\"id\":%u}", ops, *id);
+	return conn_send(&o->db, req->str, req->len, "OVSDB", error);
+}
+
+/* The result array of transaction id, each operation's errors turned into error. */
+static struct vpd_json *db_wait(struct vpd_ovs *o, unsigned id, GError **error)
+{
+	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
+
 	for (;;) {
-		gssize span = vpd_json_span((char *)o->db.in->data, o->db.in->len);
+		gssize span = o->db.fd < 0 ? -1 : vpd_json_span((char *)o->db.in->data, o->db.in->len);
 		g_autoptr(vpd_json) msg = NULL;
 		const struct vpd_json *mid, *method, *result, *err;
 
+		if (o->db.fd < 0) {
+			fail(error, "OVSDB: connection lost");
+			return NULL;
+		}
 		if (span < 0) {
 			conn_close(&o->db);
 			fail(error, "OVSDB sent something that is not JSON-RPC");
@@ -425,17 +432,23 @@ static struct vpd_json *db_transact_once(struct vpd_ovs *o, const char *ops, GEr
 	}
 }
 
-static struct vpd_json *db_transact(struct vpd_ovs *o, const char *ops, GError **error)
+/* Send with one reconnection if the connection had gone stale. */
+static bool db_send_retry(struct vpd_ovs *o, const char *ops, unsigned *id, GError **error)
 {
 	g_autoptr(GError) first = NULL;
-	struct vpd_json *r = db_transact_once(o, ops, &first);
 
-	/* A connection that went stale is opened again, once. */
-	if (!r && o->db.fd < 0)
-		return db_transact_once(o, ops, error);
-	if (!r)
-		g_propagate_error(error, g_steal_pointer(&first));
-	return r;
+	if (db_send(o, ops, id, &first))
+		return true;
+	return db_send(o, ops, id, error);
+}
+
+static struct vpd_json *db_transact(struct vpd_ovs *o, const char *ops, GError **error)
+{
+	unsigned id;
+
+	if (!db_send_retry(o, ops, &id, error))
+		return NULL;
+	return db_wait(o, id, error);
 }
 
 /* The "count" of operation i of a transaction's result. */
@@ -484,19 +497,23 @@ typedef bool (*of_msg_fn)(const uint8_t *msg, guint len, void *opaque);
 
 /*
  * Read messages until the reply of type want to xid has come (for
- * multipart replies: the last part).  Echo requests are answered; an
- * error to any request is error (xid last_xid_ok..xid are ours).  each,
- * if given, sees every message of type want to xid.
+ * multipart replies: its last part), answering echo requests.  An error
+ * reply to xid ends the wait; one to an earlier request of the same batch
+ * (first_xid to xid) is remembered and fails the wait once xid's reply has
+ * come.  each, if given, sees every message of type want to xid.
  */
-static bool of_wait(struct vpd_ovs *o, uint32_t xid, uint8_t want, of_msg_fn each,
-		    void *opaque, GError **error)
+static bool of_wait(struct vpd_ovs *o, uint32_t first_xid, uint32_t xid, uint8_t want,
+		    of_msg_fn each, void *opaque, GError **error)
 {
 	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
+	g_autofree char *refused = NULL;
 
 	for (;;) {
 		const uint8_t *m = o->of.in->data;
 		guint len;
 
+		if (o->of.fd < 0)
+			return fail(error, "OpenFlow: connection lost");
 		if (o->of.in->len < 8 || o->of.in->len < get16(m + 2)) {
 			if (!conn_recv(&o->of, deadline, "OpenFlow", error))
 				return false;
@@ -518,12 +535,18 @@ static bool of_wait(struct vpd_ovs *o, uint32_t xid, uint8_t want, of_msg_fn eac
 			continue;
 		}
 		if (m[1] == VPD_OFPT_ERROR) {
-			uint16_t type = len >= 12 ? get16(m + 8) : 0, code = len >= 12 ? get16(m + 10) : 0;
+			uint16_t type = len >= 12 ? get16(m + 8) : 0;
+			uint16_t code = len >= 12 ? get16(m + 10) : 0;
 			uint32_t exid = get32(m + 4);
 
 			g_byte_array_remove_range(o->of.in, 0, len);
-			return fail(error, "OpenFlow: OVS refused request %u: error type %u code %u",
-				    exid, type, code);
+			if (exid == xid)
+				return fail(error, "OpenFlow: OVS refused request %u: error type %u "
+					    "code %u", exid, type, code);
+			if (exid >= first_xid && exid < xid && !refused)
+				refused = g_strdup_printf("OpenFlow: OVS refused request %u: error "
+							  "type %u code %u", exid, type, code);
+			continue;
 		}
 		if (m[1] == want && get32(m + 4) == xid) {
 			bool more = want == VPD_OFPT_MULTIPART_REPLY && len >= 12 &&
@@ -533,60 +556,85 @@ static bool of_wait(struct vpd_ovs *o, uint32_t xid, uint8_t want, of_msg_fn eac
 			g_byte_array_remove_range(o->of.in, 0, len);
 			if (!ok)
 				return fail(error, "OpenFlow: a malformed reply");
-			if (!more)
-				return true;
-			continue;
+			if (more)
+				continue;
+			if (refused)
+				return fail(error, "%s", refused);
+			return true;
 		}
 		g_byte_array_remove_range(o->of.in, 0, len);
 	}
 }
 
 /*
- * Run flow_mods (whole messages, back to back) as one atomic bundle:
- * open, add each, a barrier so that every add has been checked, commit.
+ * Run flow_mods as one atomic bundle: open, add each, commit.  OVS leaves
+ * out an add it refuses and still commits the rest, so two ways:
+ *
+ * of_bundle_send() (the hot path of one VF's change) puts it all in one
+ * write, and its callers put deletions first, so that a refusal leaves
+ * the VF with fewer flows (default-deny), never more; of_wait(first,
+ * commit) then waits for the commit and fails on any refusal.
+ *
+ * of_bundle_checked() (replacing every flow at start) sends a barrier
+ * after the adds, so any refusal is known before anything is committed;
+ * then the bundle is discarded.
  */
-static bool of_bundle_once(struct vpd_ovs *o, const GPtrArray *mods, GError **error)
+static bool of_bundle_send(struct vpd_ovs *o, const GPtrArray *mods, uint32_t *first,
+			   uint32_t *commit, GError **error)
 {
 	g_autoptr(GByteArray) out = g_byte_array_new();
-	uint32_t bundle = ++o->bundle, open_xid, barrier_xid, commit_xid;
+	uint32_t bundle = ++o->bundle;
+
+	if (!of_connect(o, error))
+		return false;
+	*first = o->xid + 1;
+	vpd_of_bundle_ctrl(out, ++o->xid, bundle, OFPBCT_OPEN_REQUEST);
+	for (unsigned i = 0; i < mods->len; i++)
+		vpd_of_bundle_add(out, ++o->xid, bundle, mods->pdata[i]);
+	*commit = ++o->xid;
+	vpd_of_bundle_ctrl(out, *commit, bundle, OFPBCT_COMMIT_REQUEST);
+	return conn_send(&o->of, out->data, out->len, "OpenFlow", error);
+}
+
+static bool of_bundle_checked_once(struct vpd_ovs *o, const GPtrArray *mods, GError **error)
+{
+	g_autoptr(GByteArray) out = g_byte_array_new();
+	uint32_t bundle = ++o->bundle, first, barrier, commit;
 	GError *err = NULL;
 
 	if (!of_connect(o, error))
 		return false;
-	open_xid = ++o->xid;
-	vpd_of_bundle_ctrl(out, open_xid, bundle, OFPBCT_OPEN_REQUEST);
+	first = o->xid + 1;
+	vpd_of_bundle_ctrl(out, ++o->xid, bundle, OFPBCT_OPEN_REQUEST);
 	for (unsigned i = 0; i < mods->len; i++)
 		vpd_of_bundle_add(out, ++o->xid, bundle, mods->pdata[i]);
-	barrier_xid = ++o->xid;
-	vpd_of_header(out, VPD_OFPT_BARRIER_REQUEST, 8, barrier_xid);
-	if (!conn_send(&o->of, out->data, out->len, "OpenFlow", error) ||
-	    !of_wait(o, open_xid, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error))
+	barrier = ++o->xid;
+	vpd_of_header(out, VPD_OFPT_BARRIER_REQUEST, 8, barrier);
+	if (!conn_send(&o->of, out->data, out->len, "OpenFlow", error))
 		return false;
-	if (!of_wait(o, barrier_xid, VPD_OFPT_BARRIER_REPLY, NULL, NULL, &err)) {
-		/* Something in it was refused: nothing of it is committed. */
-		if (o->of.fd >= 0) {
-			g_byte_array_set_size(out, 0);
-			vpd_of_bundle_ctrl(out, ++o->xid, bundle, OFPBCT_DISCARD_REQUEST);
+	if (!of_wait(o, first, barrier, VPD_OFPT_BARRIER_REPLY, NULL, NULL, &err)) {
+		g_byte_array_set_size(out, 0);
+		vpd_of_bundle_ctrl(out, ++o->xid, bundle, OFPBCT_DISCARD_REQUEST);
+		if (o->of.fd >= 0)
 			conn_send(&o->of, out->data, out->len, "OpenFlow", NULL);
-		}
 		g_propagate_error(error, err);
 		return false;
 	}
 	g_byte_array_set_size(out, 0);
-	commit_xid = ++o->xid;
-	vpd_of_bundle_ctrl(out, commit_xid, bundle, OFPBCT_COMMIT_REQUEST);
+	commit = ++o->xid;
+	vpd_of_bundle_ctrl(out, commit, bundle, OFPBCT_COMMIT_REQUEST);
 	return conn_send(&o->of, out->data, out->len, "OpenFlow", error) &&
-	       of_wait(o, commit_xid, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error);
+	       of_wait(o, commit, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error);
 }
 
-static bool of_bundle(struct vpd_ovs *o, const GPtrArray *mods, GError **error)
+static bool of_bundle_checked(struct vpd_ovs *o, const GPtrArray *mods, GError **error)
 {
 	g_autoptr(GError) first = NULL;
 
-	if (of_bundle_once(o, mods, &first))
+	if (of_bundle_checked_once(o, mods, &first))
 		return true;
-	if (o->of.fd < 0)  /* the connection had gone: once more */
-		return of_bundle_once(o, mods, error);
+	if (o->of.fd < 0 && !g_str_has_prefix(first->message, "OpenFlow: OVS refused"))
+		return of_bundle_checked_once(o, mods, error);  /* it had gone stale */
 	g_propagate_error(error, g_steal_pointer(&first));
 	return false;
 }
@@ -817,6 +865,7 @@ struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
 
 	o->cfg = cfg;
 	o->db.fd = o->of.fd = -1;
+	o->rows = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	o->db_path = g_strdup(cfg->ovsdb + strlen("unix:"));
 	rundir = g_path_get_dirname(o->db_path);
 	o->mgmt_path = g_strdup_printf("%s/%s.mgmt", rundir, cfg->ovs_bridge);
@@ -837,6 +886,7 @@ void vpd_ovs_free(struct vpd_ovs *o)
 		g_byte_array_unref(o->db.in);
 	if (o->of.in)
 		g_byte_array_unref(o->of.in);
+	g_hash_table_unref(o->rows);
 	g_free(o->db_path);
 	g_free(o->mgmt_path);
 	g_free(o);
@@ -1059,13 +1109,18 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 		for (unsigned j = 0; j < n; j++)
 			add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
 	}
-	if (!of_bundle(o, mods, error))
+	if (!of_bundle_checked(o, mods, error))
 		return false;
 	g_message("OVS: bridge %s holds %u VF port(s) and their flows", o->cfg->ovs_bridge,
 		  pools->entries->len);
 	return true;
 }
 
+/*
+ * The OVSDB transaction (skipped when the rows would not change, e.g. a
+ * link state change) and the OpenFlow bundle go out together and are
+ * waited for together: the change costs one round trip to OVS.
+ */
 bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
 	unsigned pfi = pf_index(o, e->pool->pf);
@@ -1073,8 +1128,13 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	g_autoptr(vpd_json) res = NULL;
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
+	g_autoptr(GError) stale = NULL;
 	struct vpd_flow f[2], allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, pfi, e->vf) };
-	unsigned n;
+	const char *last;
+	gint64 t0 = g_get_monotonic_time();
+	uint32_t first, commit;
+	unsigned n, id = 0;
+	bool db;
 
 	if (!e->rep)
 		return fail(error, "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
@@ -1087,17 +1147,40 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	g_string_append(ops, ",\"row\":{");
 	interface_columns(ops, e, vpd_vf_ofport(pfi, e->vf));
 	g_string_append(ops, "}}");
-	res = db_transact(o, ops->str, error);
-	if (!res)
+	last = g_hash_table_lookup(o->rows, e);
+	db = !last || strcmp(last, ops->str);
+	g_hash_table_remove(o->rows, e);
+	if (db && !db_send_retry(o, ops->str, &id, error))
 		return false;
-	if (op_count(res, 0) != 1 || op_count(res, 1) != 1)
-		return fail(error, "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
 
-	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);
+	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);  /* deletion first */
 	n = vpd_vf_flows(e, pfi, f);
 	for (unsigned j = 1; j < n; j++)   /* f[0], the deny flow, stays */
 		add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
-	return of_bundle(o, mods, error);
+	if (!of_bundle_send(o, mods, &first, &commit, &stale) &&
+	    !of_bundle_send(o, mods, &first, &commit, error)) {
+		if (db)
+			vpd_json_free(db_wait(o, id, NULL));
+		return false;
+	}
+
+	if (db) {
+		res = db_wait(o, id, error);
+		if (res && (op_count(res, 0) != 1 || op_count(res, 1) != 1)) {
+			fail(error, "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
+			g_clear_pointer(&res, vpd_json_free);
+		}
+		if (!res) {
+			of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, NULL);
+			return false;
+		}
+	}
+	if (!of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error))
+		return false;
+	g_hash_table_insert(o->rows, e, g_string_free(g_steal_pointer(&ops), FALSE));
+	g_debug("VF %u of pool '%s': %s and flows committed in %.2f ms", e->vf, e->pool->name,
+		db ? "port" : "(port unchanged)", (g_get_monotonic_time() - t0) / 1000.0);
+	return true;
 }
 
 /* ---- flow statistics ---------------------------------------------------- */
@@ -1161,7 +1244,7 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 		put_match(req, NULL);
 		set16(req, 2, req->len);
 		if (conn_send(&o->of, req->data, req->len, "OpenFlow", &err) &&
-		    of_wait(o, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb, &st, &err)) {
+		    of_wait(o, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb, &st, &err)) {
 			lines = g_ptr_array_new_with_free_func(g_free);
 		} else if (o->of.fd >= 0 || attempt) {
 			g_propagate_error(error, g_steal_pointer(&err));
