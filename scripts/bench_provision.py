@@ -90,6 +90,10 @@ def check_bridge(l1, dev):
     flows = l1.check(f"ovs-ofctl --no-stats dump-flows br{dev}")
     assert flows.count("actions=drop") == NUM_VFS and "actions=NORMAL" in flows, flows
     l1.check(f"ovs-vsctl del-br br{dev}", timeout=300)
+    # ... and no netdevsim device or vDPA device of it stays behind, so the
+    # next run's /sys/class/net and /sys/bus/vdpa are as small as this one's.
+    l1.check(f"echo {dev} > /sys/bus/netdevsim/del_device && "
+             "for d in $(ls /sys/bus/vdpa/devices/); do vdpa dev del $d; done", timeout=600)
 
 
 def timed(l1, cmd):

@@ -10,7 +10,10 @@ vhost ioctls answer on them); attributes within the pool's policy are
 accepted, a VLAN outside the range and a claim from an unauthorised uid are
 refused with the daemon's sentences; a killed client's VFs are free again
 within 1 s; a restart of the daemon keeps claims, and the client gets them
-back when it reconnects."""
+back when it reconnects.  With an OVS bridge configured (kernel datapath),
+the representors become its ports, default-deny until claimed; a claimed
+VF's VLAN, MAC and rate become its port's tag, policing and flows, checked
+with ovs-vsctl, ovs-ofctl and OVS's own ofproto/trace."""
 import json
 import os
 import re
@@ -289,8 +292,11 @@ def test_daemon_ovs_ports_and_flows(l1host):
     # Every VF's representor is a port of br-vpd, port number VF + 1, in
     # VLAN 4095 (free), and the only flow for it drops what it sends.
     reps = {}
-    for line in l1host.check("for n in /sys/class/net/*; do echo $(basename $n) "
-                             "$(cat $n/phys_port_name 2>/dev/null); done").splitlines():
+    sw = l1host.check(f"cat /sys/class/net/{pf}/phys_switch_id").strip()
+    for line in l1host.check("for n in /sys/class/net/*; do "
+                             f"[ \"$(cat $n/phys_switch_id 2>/dev/null)\" = {sw} ] && "
+                             "echo $(basename $n) $(cat $n/phys_port_name); done; true"
+                             ).splitlines():
         m = re.fullmatch(r"(\S+) pf0vf(\d+)", line.strip())
         if m:
             reps[int(m.group(2))] = m.group(1)

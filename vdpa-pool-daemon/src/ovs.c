@@ -469,18 +469,14 @@ static bool of_connect(struct vpd_ovs *o, GError **error)
 
 	if (o->of.fd >= 0)
 		return true;
-	/* ovs-vswitchd creates the socket when it has made the bridge. */
 	deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
-	while (!g_file_test(o->mgmt_path, G_FILE_TEST_EXISTS) &&
-	       g_get_monotonic_time() < deadline)
-		g_usleep(10000);
 	if (!conn_open(&o->of, o->mgmt_path, "OpenFlow", error))
 		return false;
 	hello = g_byte_array_new();
 	vpd_of_header(hello, VPD_OFPT_HELLO, 8, ++o->xid);
 	ok = conn_send(&o->of, hello->data, hello->len, "OpenFlow", error);
 	g_byte_array_unref(hello);
-	while (ok && o->of.in->len < 8)
+	while (ok && (o->of.in->len < 8 || o->of.in->len < get16(o->of.in->data + 2)))
 		ok = conn_recv(&o->of, deadline, "OpenFlow", error);
 	if (!ok)
 		return false;
@@ -856,6 +852,20 @@ static void where_name(GString *s, const char *name)
 	g_string_append(s, "]]");
 }
 
+/* The two updates (Port, then Interface) that give e's rows its state. */
+static void update_ops(GString *ops, const struct vpd_entry *e, uint32_t ofport)
+{
+	g_string_append(ops, "{\"op\":\"update\",\"table\":\"Port\",");
+	where_name(ops, e->rep);
+	g_string_append(ops, ",\"row\":{");
+	port_columns(ops, e);
+	g_string_append(ops, "}},{\"op\":\"update\",\"table\":\"Interface\",");
+	where_name(ops, e->rep);
+	g_string_append(ops, ",\"row\":{");
+	interface_columns(ops, e, ofport);
+	g_string_append(ops, "}}");
+}
+
 /* ---- public ------------------------------------------------------------- */
 
 struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
@@ -998,15 +1008,7 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 		if (ops->len)
 			g_string_append_c(ops, ',');
 		if (g_hash_table_contains(ours, e->rep)) {
-			g_string_append(ops, "{\"op\":\"update\",\"table\":\"Port\",");
-			where_name(ops, e->rep);
-			g_string_append(ops, ",\"row\":{");
-			port_columns(ops, e);
-			g_string_append(ops, "}},{\"op\":\"update\",\"table\":\"Interface\",");
-			where_name(ops, e->rep);
-			g_string_append(ops, ",\"row\":{");
-			interface_columns(ops, e, ofport);
-			g_string_append(ops, "}}");
+			update_ops(ops, e, ofport);
 			continue;
 		}
 		if (g_hash_table_contains(exists, e->rep))
@@ -1085,6 +1087,7 @@ static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **e
 
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
+	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
 	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC };
@@ -1098,6 +1101,10 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	if (!ensure_bridge(o, error) || !sync_ports(o, pools, error) ||
 	    !check_ofports(o, pools, error))
 		return false;
+	/* ovs-vswitchd makes the management socket with the bridge. */
+	while (!g_file_test(o->mgmt_path, G_FILE_TEST_EXISTS) &&
+	       g_get_monotonic_time() < deadline)
+		g_usleep(10000);
 	/* All of the daemon's flows replaced at once: claimed VFs keep passing. */
 	add_mod(mods, VPD_OFPFC_DELETE, &all, VPD_COOKIE_MAGIC_MASK);
 	add_mod(mods, VPD_OFPFC_ADD, &others, 0);
@@ -1138,15 +1145,7 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 
 	if (!e->rep)
 		return fail(error, "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
-	g_string_append(ops, "{\"op\":\"update\",\"table\":\"Port\",");
-	where_name(ops, e->rep);
-	g_string_append(ops, ",\"row\":{");
-	port_columns(ops, e);
-	g_string_append(ops, "}},{\"op\":\"update\",\"table\":\"Interface\",");
-	where_name(ops, e->rep);
-	g_string_append(ops, ",\"row\":{");
-	interface_columns(ops, e, vpd_vf_ofport(pfi, e->vf));
-	g_string_append(ops, "}}");
+	update_ops(ops, e, vpd_vf_ofport(pfi, e->vf));
 	last = g_hash_table_lookup(o->rows, e);
 	db = !last || strcmp(last, ops->str);
 	g_hash_table_remove(o->rows, e);

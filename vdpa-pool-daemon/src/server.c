@@ -42,6 +42,7 @@ struct vpd_server {
 	void *apply_opaque;
 	vpd_flows_fn flows;
 	void *flows_opaque;
+	char *flows_failed;             /* during one STATUS: why OVS could not say */
 };
 
 static void client_free(gpointer data)
@@ -196,18 +197,18 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 		vpd_put_str(b, VPD_A_VHOST_PATH, e->vhost_path);
 	if (status && e->rep)
 		vpd_put_str(b, VPD_A_PORT, e->rep);
-	if (status && s->flows) {
+	if (status && s->flows && !s->flows_failed) {
 		g_autoptr(GError) err = NULL;
 		g_autoptr(GPtrArray) flows = s->flows(e, s->flows_opaque, &err);
 
 		for (unsigned i = 0; flows && i < flows->len; i++)
 			vpd_put_str(b, VPD_A_FLOW, flows->pdata[i]);
-		if (!flows) {
-			g_autofree char *msg = g_strdup_printf("unknown: %s", err->message);
-
-			vpd_put_str(b, VPD_A_FLOW, msg);
-		}
+		/* Once the datapath fails, the other VFs of this STATUS are not asked. */
+		if (!flows)
+			s->flows_failed = g_strdup_printf("unknown: %s", err->message);
 	}
+	if (status && s->flows_failed)
+		vpd_put_str(b, VPD_A_FLOW, s->flows_failed);
 	vpd_nest_end(b);
 }
 
@@ -390,6 +391,7 @@ static bool do_query(struct client *c, const struct vpd_msg *m, bool all)
 		if (all || (e->claimed && e->client == c->id))
 			put_vf(s, &b, e, all);
 	}
+	g_clear_pointer(&s->flows_failed, g_free);
 	reply = vpd_builder_finish(&b);
 	return send_all(c, reply, NULL, 0);
 }
