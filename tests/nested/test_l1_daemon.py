@@ -361,6 +361,16 @@ def test_daemon_ovs_ports_and_flows(l1host):
     assert flows(l1host) == claimed
     assert l1host.check(f"ovs-vsctl get Port {reps[0]} tag").strip() == "100"
 
+    # ovs-vswitchd restarts (and forgets every flow): the daemon notices and
+    # puts them all back within seconds.
+    l1host.check("ovs-appctl -t ovs-vswitchd exit && "
+                 "ovs-vswitchd --pidfile --detach --log-file", timeout=120)
+    l1host.wait_until(f"test $(ovs-ofctl --no-stats dump-flows br-vpd | grep -c cookie=) "
+                      f"= {len(claimed)}", timeout=60)
+    assert flows(l1host) == claimed
+    assert "OVS: flows restored after ovs-vswitchd came back" in \
+        l1host.check("cat /scratch/vpd.log")
+
     # VF 0's link disabled: its traffic is dropped again; VF 1's is not.
     l1host.check("touch /tmp/ovs.disable")
     l1host.wait_until("grep -q DISABLED /scratch/ovs-hold.out", timeout=30)

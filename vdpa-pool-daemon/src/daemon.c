@@ -45,6 +45,19 @@ static GPtrArray *flows_ovs(const struct vpd_entry *e, void *ovs, GError **error
 	return vpd_ovs_vf_flows(ovs, e, error);
 }
 
+struct ovs_tick {
+	struct vpd_ovs *ovs;
+	struct vpd_pools *pools;
+};
+
+static gboolean tick_ovs(gpointer data)
+{
+	struct ovs_tick *t = data;
+
+	vpd_ovs_tick(t->ovs, t->pools);
+	return G_SOURCE_CONTINUE;
+}
+
 static void fake_backends(struct vpd_pools *pools, const char *dir)
 {
 	for (unsigned i = 0; i < pools->entries->len; i++) {
@@ -77,6 +90,7 @@ int main(int argc, char **argv)
 	g_autoptr(vpd_pools) pools = NULL;
 	struct vpd_provision *prov = NULL;
 	struct vpd_ovs *ovs = NULL;
+	struct ovs_tick tick;
 	struct vpd_state *state;
 	struct vpd_server *server;
 	GMainLoop *loop;
@@ -134,6 +148,9 @@ int main(int argc, char **argv)
 	if (ovs) {
 		vpd_server_set_apply(server, apply_ovs, ovs);
 		vpd_server_set_flows(server, flows_ovs, ovs);
+		tick.ovs = ovs;
+		tick.pools = pools;
+		g_timeout_add_seconds(1, tick_ovs, &tick);
 	}
 
 	loop = g_main_loop_new(NULL, FALSE);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -42,6 +43,11 @@ struct vpd_ovs {
 	char *mgmt_path;   /* the bridge's OpenFlow management socket */
 	struct conn db, of;
 	GHashTable *rows;  /* entry -> the OVSDB update last committed for it */
+	GHashTable *open;  /* entries whose allow flow OVS holds */
+	GHashTable *dirty; /* entries whose last change failed: to do again */
+	bool connected;    /* OpenFlow has been connected once */
+	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
+	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 	unsigned db_id;
 	uint32_t xid;
 	uint32_t bundle;
@@ -265,6 +271,7 @@ static void conn_close(struct conn *c)
 static bool conn_open(struct conn *c, const char *path, const char *what, GError **error)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = IO_TIMEOUT_MS / 1000 };
 
 	conn_close(c);
 	if (!c->in)
@@ -273,6 +280,9 @@ static bool conn_open(struct conn *c, const char *path, const char *what, GError
 		return fail(error, "%s: socket path %s too long", what, path);
 	strcpy(sa.sun_path, path);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* A peer that stops reading blocks a send at most this long. */
+	if (c->fd >= 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int e = errno;
 
@@ -486,6 +496,10 @@ static bool of_connect(struct vpd_ovs *o, GError **error)
 			    "OpenFlow14 to its protocols)", o->cfg->ovs_bridge);
 	}
 	g_byte_array_remove_range(o->of.in, 0, get16(o->of.in->data + 2));
+	/* Again: ovs-vswitchd may have restarted, without any of our flows. */
+	if (o->connected)
+		o->need_sync = true;
+	o->connected = true;
 	return true;
 }
 
@@ -873,9 +887,17 @@ struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
 	struct vpd_ovs *o = g_new0(struct vpd_ovs, 1);
 	g_autofree char *rundir = NULL;
 
+	if (cfg->pfs->len * VPD_OFPORT_PER_PF > 65279) {
+		fail(error, "OVS: at most %u [pf] sections share an OVS bridge (OpenFlow port "
+		     "numbers)", 65279 / VPD_OFPORT_PER_PF);
+		g_free(o);
+		return NULL;
+	}
 	o->cfg = cfg;
 	o->db.fd = o->of.fd = -1;
 	o->rows = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	o->open = g_hash_table_new(g_direct_hash, g_direct_equal);
+	o->dirty = g_hash_table_new(g_direct_hash, g_direct_equal);
 	o->db_path = g_strdup(cfg->ovsdb + strlen("unix:"));
 	rundir = g_path_get_dirname(o->db_path);
 	o->mgmt_path = g_strdup_printf("%s/%s.mgmt", rundir, cfg->ovs_bridge);
@@ -897,6 +919,8 @@ void vpd_ovs_free(struct vpd_ovs *o)
 	if (o->of.in)
 		g_byte_array_unref(o->of.in);
 	g_hash_table_unref(o->rows);
+	g_hash_table_unref(o->open);
+	g_hash_table_unref(o->dirty);
 	g_free(o->db_path);
 	g_free(o->mgmt_path);
 	g_free(o);
@@ -912,7 +936,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 
 	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Bridge\",");
 	where_name(ops, br);
-	g_string_append(ops, ",\"columns\":[\"name\"]},"
+	g_string_append(ops, ",\"columns\":[\"name\",\"protocols\"]},"
 			"{\"op\":\"select\",\"table\":\"Open_vSwitch\",\"where\":[],"
 			"\"columns\":[\"_uuid\"]}");
 	res = db_transact(o, ops->str, error);
@@ -938,14 +962,31 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 				"\"mutations\":[[\"bridges\",\"insert\",[\"named-uuid\",\"b\"]]]}");
 		g_message("OVS: bridge %s created", br);
 	} else {
-		/* The admin's bridge: secure fail mode and OpenFlow 1.4 added. */
+		/*
+		 * The admin's bridge: secure fail mode, and OpenFlow 1.4 added
+		 * when its protocols are a list without it (none listed: OVS
+		 * allows 1.0 to 1.5, and the list is left alone).
+		 */
+		const struct vpd_json *proto = vpd_json_get(vpd_json_at(rows, 0), "protocols");
+		const struct vpd_json *set = vpd_json_at(proto, 1);
+		bool has14 = proto && proto->type == VPD_JSON_STRING &&
+			     !strcmp(proto->str, "OpenFlow14");
+		bool empty = proto && proto->type == VPD_JSON_ARRAY && !vpd_json_len(set);
+
+		for (unsigned i = 0; i < vpd_json_len(set); i++) {
+			const struct vpd_json *v = vpd_json_at(set, i);
+
+			has14 |= v && v->type == VPD_JSON_STRING && !strcmp(v->str, "OpenFlow14");
+		}
 		g_string_append(ops, "{\"op\":\"update\",\"table\":\"Bridge\",");
 		where_name(ops, br);
-		g_string_append(ops, ",\"row\":{\"fail_mode\":\"secure\"}},"
-				"{\"op\":\"mutate\",\"table\":\"Bridge\",");
-		where_name(ops, br);
-		g_string_append(ops, ",\"mutations\":[[\"protocols\",\"insert\",[\"set\",["
-				"\"OpenFlow10\",\"OpenFlow13\",\"OpenFlow14\"]]]]}");
+		g_string_append(ops, ",\"row\":{\"fail_mode\":\"secure\"}}");
+		if (!has14 && !empty) {
+			g_string_append(ops, ",{\"op\":\"mutate\",\"table\":\"Bridge\",");
+			where_name(ops, br);
+			g_string_append(ops, ",\"mutations\":[[\"protocols\",\"insert\","
+					"[\"set\",[\"OpenFlow14\"]]]]}");
+		}
 	}
 	g_clear_pointer(&res, vpd_json_free);
 	res = db_transact(o, ops->str, error);
@@ -1075,7 +1116,8 @@ static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **e
 		}
 		if (!bad)
 			return true;
-		if (g_get_monotonic_time() > deadline || got > 0 || got < 0)
+		/* A new or renumbered port takes ovs-vswitchd a moment. */
+		if (g_get_monotonic_time() > deadline)
 			return fail(error, "OVS: port %s of VF %u got OpenFlow port %d, not %u "
 				    "(%s)", bad->rep, bad->vf, got,
 				    vpd_vf_ofport(pf_index(o, bad->pool->pf), bad->vf),
@@ -1087,25 +1129,29 @@ static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **e
 
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
-	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
 	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC };
 	struct vpd_flow others = {
 		.cookie = vpd_flow_cookie(VPD_FLOW_OTHERS, 0, 0), .priority = 0, .normal = true,
 	};
+	gint64 deadline;
 
 	for (unsigned i = 0; i < o->cfg->pfs->len; i++)
 		if (!find_reps(pools, o->cfg->pfs->pdata[i], error))
 			return false;
-	if (!ensure_bridge(o, error) || !sync_ports(o, pools, error) ||
-	    !check_ofports(o, pools, error))
+	if (!ensure_bridge(o, error))
 		return false;
 	/* ovs-vswitchd makes the management socket with the bridge. */
+	deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
 	while (!g_file_test(o->mgmt_path, G_FILE_TEST_EXISTS) &&
 	       g_get_monotonic_time() < deadline)
 		g_usleep(10000);
-	/* All of the daemon's flows replaced at once: claimed VFs keep passing. */
+	/*
+	 * The flows first (they name the port numbers the ports will get), so
+	 * that no port is ever on the bridge without its VF's flows.  All of
+	 * the daemon's flows are replaced at once: claimed VFs keep passing.
+	 */
 	add_mod(mods, VPD_OFPFC_DELETE, &all, VPD_COOKIE_MAGIC_MASK);
 	add_mod(mods, VPD_OFPFC_ADD, &others, 0);
 	for (unsigned i = 0; i < pools->entries->len; i++) {
@@ -1116,19 +1162,50 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 		for (unsigned j = 0; j < n; j++)
 			add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
 	}
-	if (!of_bundle_checked(o, mods, error))
+	if (!of_bundle_checked(o, mods, error) || !sync_ports(o, pools, error) ||
+	    !check_ofports(o, pools, error))
 		return false;
+	g_hash_table_remove_all(o->rows);
+	g_hash_table_remove_all(o->dirty);
+	o->need_sync = false;
 	g_message("OVS: bridge %s holds %u VF port(s) and their flows", o->cfg->ovs_bridge,
 		  pools->entries->len);
 	return true;
 }
 
+/* Until ovs-vswitchd has applied OVSDB's configuration number cfg. */
+static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
+{
+	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
+
+	for (;;) {
+		g_autoptr(vpd_json) res = db_transact(o, "{\"op\":\"select\",\"table\":"
+						      "\"Open_vSwitch\",\"where\":[],\"columns\":"
+						      "[\"cur_cfg\"]}", error);
+		const struct vpd_json *cur = vpd_json_get(vpd_json_at(vpd_json_get(
+			vpd_json_at(res, 0), "rows"), 0), "cur_cfg");
+
+		if (!res)
+			return false;
+		if (cur && cur->type == VPD_JSON_NUMBER && cur->num >= cfg)
+			return true;
+		if (g_get_monotonic_time() > deadline)
+			return fail(error, "OVS: ovs-vswitchd did not apply the configuration "
+				    "within %d s", IO_TIMEOUT_MS / 1000);
+		g_usleep(2000);
+	}
+}
+
 /*
- * The OVSDB transaction (skipped when the rows would not change, e.g. a
- * link state change) and the OpenFlow bundle go out together and are
- * waited for together: the change costs one round trip to OVS.
+ * One VF's change: its OVSDB rows (skipped when they would not change,
+ * e.g. a link state change) and its flows (one bundle).  Usually both go
+ * out together and are waited for together: one round trip to OVS.  When
+ * the VF's port opens (claimed, link up), OVSDB goes first and
+ * ovs-vswitchd must have applied it (its VLAN leaves 4095) before the
+ * allow flow comes; when it shuts, the allow flow goes first.  A change
+ * that fails is kept and done again by vpd_ovs_tick().
  */
-bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
+static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
 	unsigned pfi = pf_index(o, e->pool->pf);
 	g_autoptr(GString) ops = g_string_new(NULL);
@@ -1139,9 +1216,9 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	struct vpd_flow f[2], allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, pfi, e->vf) };
 	const char *last;
 	gint64 t0 = g_get_monotonic_time();
-	uint32_t first, commit;
+	uint32_t first = 0, commit = 0;
 	unsigned n, id = 0;
-	bool db;
+	bool db, opening, closing, flows_sent = false;
 
 	if (!e->rep)
 		return fail(error, "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
@@ -1149,37 +1226,122 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	last = g_hash_table_lookup(o->rows, e);
 	db = !last || strcmp(last, ops->str);
 	g_hash_table_remove(o->rows, e);
-	if (db && !db_send_retry(o, ops->str, &id, error))
-		return false;
-
 	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);  /* deletion first */
 	n = vpd_vf_flows(e, pfi, f);
 	for (unsigned j = 1; j < n; j++)   /* f[0], the deny flow, stays */
 		add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
-	if (!of_bundle_send(o, mods, &first, &commit, &stale) &&
-	    !of_bundle_send(o, mods, &first, &commit, error)) {
-		if (db)
-			vpd_json_free(db_wait(o, id, NULL));
-		return false;
-	}
+	opening = n == 2 && !g_hash_table_contains(o->open, e) && db;
+	closing = n == 1 && g_hash_table_contains(o->open, e);
+	g_hash_table_remove(o->open, e);  /* unknown until committed */
 
+	if (opening)  /* also: the new configuration's number */
+		g_string_append(ops, ",{\"op\":\"mutate\",\"table\":\"Open_vSwitch\","
+				"\"where\":[],\"mutations\":[[\"next_cfg\",\"+=\",1]]},"
+				"{\"op\":\"select\",\"table\":\"Open_vSwitch\",\"where\":[],"
+				"\"columns\":[\"next_cfg\"]}");
+	if (closing) {
+		if (!of_bundle_send(o, mods, &first, &commit, &stale) &&
+		    !of_bundle_send(o, mods, &first, &commit, error))
+			return false;
+		if (!of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error))
+			return false;
+	}
+	if (db && !db_send_retry(o, ops->str, &id, error))
+		return false;
+	if (!closing && !opening) {
+		if (!of_bundle_send(o, mods, &first, &commit, &stale) &&
+		    !of_bundle_send(o, mods, &first, &commit, error)) {
+			if (db)
+				vpd_json_free(db_wait(o, id, NULL));
+			return false;
+		}
+		flows_sent = true;
+	}
 	if (db) {
 		res = db_wait(o, id, error);
 		if (res && (op_count(res, 0) != 1 || op_count(res, 1) != 1)) {
 			fail(error, "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
 			g_clear_pointer(&res, vpd_json_free);
 		}
+		if (res && opening) {
+			const struct vpd_json *cfg = vpd_json_get(vpd_json_at(vpd_json_get(
+				vpd_json_at(res, 3), "rows"), 0), "next_cfg");
+
+			if (!cfg || cfg->type != VPD_JSON_NUMBER || !wait_applied(o, cfg->num, error))
+				g_clear_pointer(&res, vpd_json_free);
+		}
 		if (!res) {
-			of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, NULL);
+			if (flows_sent)
+				of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, NULL);
 			return false;
 		}
 	}
-	if (!of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error))
+	if (opening) {
+		if (!of_bundle_send(o, mods, &first, &commit, &stale) &&
+		    !of_bundle_send(o, mods, &first, &commit, error))
+			return false;
+		flows_sent = true;
+	}
+	if (flows_sent && !of_wait(o, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error))
 		return false;
-	g_hash_table_insert(o->rows, e, g_string_free(g_steal_pointer(&ops), FALSE));
+	if (db)
+		g_hash_table_insert(o->rows, e, g_string_free(g_steal_pointer(&ops), FALSE));
+	if (n == 2)
+		g_hash_table_add(o->open, e);
 	g_debug("VF %u of pool '%s': %s and flows committed in %.2f ms", e->vf, e->pool->name,
 		db ? "port" : "(port unchanged)", (g_get_monotonic_time() - t0) / 1000.0);
 	return true;
+}
+
+bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
+{
+	if (!apply(o, e, error)) {
+		g_hash_table_add(o->dirty, e);
+		return false;
+	}
+	g_hash_table_remove(o->dirty, e);
+	return true;
+}
+
+void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
+{
+	struct pollfd pfd = { .fd = o->of.fd, .events = POLLIN };
+	g_autoptr(GError) err = NULL;
+	GHashTableIter it;
+	gpointer e;
+
+	/* ovs-vswitchd closes our connection when it stops. */
+	if (o->of.fd >= 0 && poll(&pfd, 1, 0) == 1) {
+		char c;
+
+		if (recv(o->of.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+			conn_close(&o->of);
+			o->need_sync = true;
+		}
+	}
+	if (o->of.fd < 0 && o->connected)
+		o->need_sync = true;
+	if (o->need_sync) {
+		if (vpd_ovs_sync(o, pools, &err)) {
+			g_message("OVS: flows restored after ovs-vswitchd came back");
+		} else if (!o->sync_failing) {
+			g_warning("OVS: cannot restore the flows (trying every second): %s",
+				  err->message);
+		}
+		o->sync_failing = o->need_sync;
+		return;
+	}
+	g_hash_table_iter_init(&it, o->dirty);
+	while (g_hash_table_iter_next(&it, &e, NULL)) {
+		struct vpd_entry *entry = e;
+		g_autoptr(GError) again = NULL;
+
+		if (apply(o, entry, &again)) {
+			g_message("OVS: VF %u of pool '%s' is as it should be again", entry->vf,
+				  entry->pool->name);
+			g_hash_table_iter_remove(&it);
+		}
+	}
 }
 
 /* ---- flow statistics ---------------------------------------------------- */

@@ -85,6 +85,11 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error);
 /* One VF's port and flows after its claim or attributes changed. */
 bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error);
 /*
+ * Call every second: when ovs-vswitchd has restarted (it forgets flows),
+ * everything is synced again; a VF whose last change failed is tried again.
+ */
+void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
+/*
  * The VF's flows as OVS holds them, one line each in ovs-ofctl's words with
  * OVS's packet and byte counters; a flow the daemon expects that OVS does
  * not have is listed with "MISSING".  NULL with error if OVS cannot say.

@@ -272,9 +272,13 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 			g_autofree char *msg = g_strdup_printf("VF %u of pool '%s': %s",
 				((struct vpd_entry *)got->pdata[i])->vf, pool, err->message);
 
+			/* Those applied go back to default-deny; the rest never opened. */
 			for (unsigned j = 0; j < got->len; j++) {
 				close(fds[j]);
-				release_entry(s, got->pdata[j], c->id);
+				if (j <= i)
+					release_entry(s, got->pdata[j], c->id);
+				else
+					vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
 			}
 			g_warning("claim refused: %s", msg);
 			return send_error(c, m->seq, EIO, msg);
