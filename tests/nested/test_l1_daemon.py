@@ -386,7 +386,18 @@ def test_daemon_ovs_ports_and_flows(l1host):
     reset_s = time.monotonic() - t0
     assert flows(l1host) == free_flows
     stop_daemon(l1host)
+
+    # Pool b (VFs 6 and 7) leaves the configuration: their ports and flows go.
+    conf = OVS_CONF.format(pf=pf).split("[pool b]")[0]
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{conf}EOF")
+    start_daemon(l1host, daemon)
+    assert set(l1host.check("ovs-vsctl list-ports br-vpd").split()) == \
+        {reps[vf] for vf in range(6)}
+    assert flows(l1host) == [f for f in free_flows
+                             if "in_port=7 " not in f and "in_port=8 " not in f]
+    stop_daemon(l1host)
     log = l1host.check("cat /scratch/vpd.log")
+    assert "OVS: 2 port(s) of VFs no longer pooled removed from bridge br-vpd" in log, log
     assert "OVS: 8 representor(s) added to bridge br-vpd" in log, log
     with open(os.path.join(paths.ARTIFACTS, "l1-daemon-ovs-timings.txt"), "w") as f:
         f.write(f"flows_reset_after_kill_s {reset_s:.3f}\n")

@@ -698,7 +698,11 @@ static char *pf_switch_id(const struct vpd_pf *pf, GError **error)
 	return id;
 }
 
-/* Fill rep (by VF index) with the representors of switch switch_id. */
+/*
+ * Fill rep (by VF index) with the representors of switch switch_id.  (PFs
+ * that share one switch, as with a multiport eswitch, are not told apart:
+ * their representors' pfM is not reliably the PF's own port name.)
+ */
 static void scan_reps(const char *switch_id, GPtrArray *rep)
 {
 	g_autoptr(GDir) d = g_dir_open("/sys/class/net", 0, NULL);
@@ -993,6 +997,20 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 	return res != NULL;
 }
 
+/* Whether an OVSDB map (["map", [[k, v], ...]]) has key. */
+static bool has_key(const struct vpd_json *map, const char *key)
+{
+	const struct vpd_json *pairs = vpd_json_at(map, 1);
+
+	for (unsigned i = 0; i < vpd_json_len(pairs); i++) {
+		const struct vpd_json *k = vpd_json_at(vpd_json_at(pairs, i), 0);
+
+		if (k && k->type == VPD_JSON_STRING && !strcmp(k->str, key))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Ports of the representors of entries (all of them in one transaction):
  * inserted into the bridge when missing, else updated.  A representor
@@ -1004,13 +1022,18 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 	g_autoptr(GString) ops = g_string_new(NULL);
 	g_autoptr(GHashTable) ours = g_hash_table_new(g_str_hash, g_str_equal);
 	g_autoptr(GHashTable) exists = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GHashTable) pooled = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(GString) stale = g_string_new(NULL);
 	g_autoptr(vpd_json) res = NULL;
 	const struct vpd_json *rows, *ports;
-	unsigned n_new = 0;
+	unsigned n_new = 0, n_stale = 0;
+
+	for (unsigned i = 0; i < pools->entries->len; i++)
+		g_hash_table_add(pooled, ((struct vpd_entry *)pools->entries->pdata[i])->rep);
 
 	/* Which ports exist, and which of them are the bridge's. */
 	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Port\",\"where\":[],"
-			"\"columns\":[\"name\",\"_uuid\"]},"
+			"\"columns\":[\"name\",\"_uuid\",\"external_ids\"]},"
 			"{\"op\":\"select\",\"table\":\"Bridge\",");
 	where_name(ops, br);
 	g_string_append(ops, ",\"columns\":[\"ports\"]}");
@@ -1039,6 +1062,16 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 		g_hash_table_add(exists, name->str);
 		if (in_br)
 			g_hash_table_add(ours, name->str);
+		/* A port of ours for a VF no longer pooled leaves the bridge. */
+		if (in_br && !g_hash_table_contains(pooled, name->str) &&
+		    has_key(vpd_json_get(row, "external_ids"), "vpd-pool")) {
+			g_string_append(stale, ",{\"op\":\"mutate\",\"table\":\"Bridge\",");
+			where_name(stale, br);
+			g_string_append(stale, ",\"mutations\":[[\"ports\",\"delete\",[\"uuid\",");
+			vpd_json_put_str(stale, uuid->str);
+			g_string_append(stale, "]]]}");
+			n_stale++;
+		}
 	}
 
 	g_string_truncate(ops, 0);
@@ -1072,12 +1105,19 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 				       "[\"named-uuid\",\"p%u\"]]]}", i);
 		n_new++;
 	}
+	if (ops->len && stale->len)
+		g_string_append(ops, stale->str);
+	else if (stale->len)
+		g_string_append(ops, stale->str + 1);
 	if (!ops->len)
 		return true;
 	g_clear_pointer(&res, vpd_json_free);
 	res = db_transact(o, ops->str, error);
 	if (res && n_new)
 		g_message("OVS: %u representor(s) added to bridge %s", n_new, br);
+	if (res && n_stale)
+		g_message("OVS: %u port(s) of VFs no longer pooled removed from bridge %s", n_stale,
+			  br);
 	return res != NULL;
 }
 
