@@ -33,10 +33,8 @@ static gboolean quit(gpointer loop)
 	return G_SOURCE_CONTINUE;
 }
 
-static bool apply_ovs(struct vpd_entry *e, const struct vpd_vf_attrs *attrs, void *ovs,
-		      GError **error)
+static bool apply_ovs(struct vpd_entry *e, void *ovs, GError **error)
 {
-	(void)attrs;  /* e->attrs */
 	return vpd_ovs_apply(ovs, e, error);
 }
 

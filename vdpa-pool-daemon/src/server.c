@@ -70,7 +70,7 @@ static bool save(struct vpd_server *s, const struct vpd_entry *e)
 
 static bool apply(struct vpd_server *s, struct vpd_entry *e, GError **error)
 {
-	return !s->apply || s->apply(e, &e->attrs, s->apply_opaque, error);
+	return !s->apply || s->apply(e, s->apply_opaque, error);
 }
 
 /* Back to the pool (attributes to defaults), its datapath to default-deny. */

@@ -23,12 +23,12 @@ struct vpd_server;
 /*
  * What the server asks of the datapath when a VF changes: claimed (with
  * its attributes), its attributes set, released (e->claimed is false,
- * attrs are the defaults).  attrs is e->attrs.  Returning false refuses a
+ * its attributes are the defaults).  Returning false refuses a
  * claim or a change, which the server then undoes and answers with error;
- * a release happens regardless (and is logged).
+ * a release happens regardless (and is logged).  The VF's attributes are
+ * e->attrs.
  */
-typedef bool (*vpd_apply_fn)(struct vpd_entry *e, const struct vpd_vf_attrs *attrs,
-			     void *opaque, GError **error);
+typedef bool (*vpd_apply_fn)(struct vpd_entry *e, void *opaque, GError **error);
 
 /*
  * What STATUS lists as a VF's flows (strings), or NULL with error when the
