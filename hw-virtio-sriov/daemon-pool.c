@@ -14,6 +14,11 @@
  *   -object vsriov-daemon-pool,id=p0,socket=/run/vdpa-pool-daemon/api.sock,
  *           pool=tenant-a,count=4
  *
+ * With lazy=on nothing is claimed at creation: each VF the guest enables
+ * is claimed then (one CLAIM of one VF, its netdev made from the
+ * descriptor), and released when the guest disables it (the netdev goes,
+ * which closes the descriptor, then RELEASE); @count is the most VFs held.
+ *
  * Copyright (c) 2026 vsriov contributors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -44,6 +49,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
 #define VPD_MAX_PAYLOAD     (64 * 1024)
 #define VPD_MAX_FDS         253
 #define VPD_MSG_CLAIM       1
+#define VPD_MSG_RELEASE     2
 #define VPD_MSG_SET_ATTRS   3
 #define VPD_MSG_REPLY       64
 #define VPD_MSG_ERROR       65
@@ -312,15 +318,104 @@ static bool ensure_netdevs(VsriovDaemonPool *dp, Error **errp)
             continue;
         }
         qmp_netdev_add(&nd, errp);
+        dp->vhost_fds[i] = -1;  /* the netdev owns it, or closed it */
         if (!qemu_find_netdev(id)) {
             error_prepend(errp, "vsriov-daemon-pool '%s': VF %u: ",
                 object_get_canonical_path_component(OBJECT(dp)), i);
             return false;
         }
-        dp->vhost_fds[i] = -1;  /* the netdev owns it */
     }
     dp->netdevs_created = true;
     return true;
+}
+
+static VsriovPoolEntry *entry(VsriovPool *pool, guint i)
+{
+    return &g_array_index(pool->entries, VsriovPoolEntry, i);
+}
+
+/* Tell the daemon a VF is no longer ours. */
+static void release_handle(VsriovDaemonPool *dp, uint32_t handle)
+{
+    g_autoptr(GByteArray) m = msg_new(VPD_MSG_RELEASE, ++dp->seq);
+    g_autoptr(GByteArray) reply = NULL;
+    Error *err = NULL;
+    int nfds;
+
+    put_u32(m, VPD_A_HANDLE, handle);
+    reply = transact(dp, m, NULL, 0, &nfds, &err);
+    if (!reply) {
+        warn_report_err(err);
+    }
+}
+
+/* Lazy: claim one VF from the daemon and make its netdev. */
+static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
+                                 Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(dp);
+    const char *id = object_get_canonical_path_component(OBJECT(dp));
+    g_autoptr(GByteArray) m = NULL;
+    g_autoptr(GByteArray) reply = NULL;
+    g_autofree char *netdev = NULL;
+    g_autofree char *fd_str = NULL;
+    NetClientState *nc;
+    uint32_t handle;
+    int fd = -1, nfds = 0;
+    guint i;
+
+    for (i = 0; i < pool->entries->len && entry(pool, i)->owner; i++) {
+        /* first free slot */
+    }
+    if (i == pool->entries->len) {
+        error_setg(errp, "vsriov-daemon-pool '%s': all %u VFs (count) are "
+                   "claimed", id, dp->count);
+        return NULL;
+    }
+    m = msg_new(VPD_MSG_CLAIM, ++dp->seq);
+    put_str(m, VPD_A_POOL, dp->pool);
+    put_str(m, VPD_A_OWNER, owner);
+    put_u32(m, VPD_A_COUNT, 1);
+    reply = transact(dp, m, &fd, 1, &nfds, errp);
+    if (!reply) {
+        return NULL;
+    }
+    if (!parse_handles(reply, &handle, 1)) {
+        if (nfds) {
+            close(fd);
+        }
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "CLAIM names no VF", id);
+        return NULL;
+    }
+    if (nfds != 1) {
+        release_handle(dp, handle);
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "CLAIM has no descriptor", id);
+        return NULL;
+    }
+    netdev = entry_netdev(dp, i);
+    fd_str = g_strdup_printf("%d", fd);
+    {
+        Netdev nd = {
+            .id = netdev,
+            .type = NET_CLIENT_DRIVER_VHOST_VDPA,
+            .u.vhost_vdpa.vhostfd = fd_str,
+        };
+
+        qmp_netdev_add(&nd, errp);  /* owns the descriptor from now on */
+    }
+    nc = qemu_find_netdev(netdev);
+    if (!nc) {
+        error_prepend(errp, "vsriov-daemon-pool '%s': VF handle %u: ", id,
+                      handle);
+        release_handle(dp, handle);
+        return NULL;
+    }
+    dp->handles[i] = handle;
+    entry(pool, i)->owner = g_strdup(owner);
+    trace_vsriov_pool_claim(id, netdev, owner);
+    return nc;
 }
 
 static unsigned daemon_available(VsriovPool *pool)
@@ -328,6 +423,14 @@ static unsigned daemon_available(VsriovPool *pool)
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
     Error *err = NULL;
 
+    if (pool->lazy) {
+        unsigned n = 0;
+
+        for (guint i = 0; i < pool->entries->len; i++) {
+            n += !entry(pool, i)->owner;
+        }
+        return n;
+    }
     if (!ensure_netdevs(dp, &err)) {
         warn_report_err(err);
         return 0;
@@ -338,10 +441,38 @@ static unsigned daemon_available(VsriovPool *pool)
 static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
                                     Error **errp)
 {
+    if (pool->lazy) {
+        return claim_one(VSRIOV_DAEMON_POOL(pool), owner, errp);
+    }
     if (!ensure_netdevs(VSRIOV_DAEMON_POOL(pool), errp)) {
         return NULL;
     }
     return parent_class->claim(pool, owner, errp);
+}
+
+static void daemon_release(VsriovPool *pool, NetClientState *nc)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    const char *id = object_get_canonical_path_component(OBJECT(dp));
+
+    if (!pool->lazy) {
+        parent_class->release(pool, nc);
+        return;
+    }
+    for (guint i = 0; i < pool->entries->len; i++) {
+        VsriovPoolEntry *e = entry(pool, i);
+
+        if (e->owner && !strcmp(e->netdev, nc->name)) {
+            trace_vsriov_pool_release(id, e->netdev, e->owner);
+            /* closes the vhost-vdpa descriptor: the daemon may reuse it */
+            qemu_del_net_client(nc);
+            release_handle(dp, dp->handles[i]);
+            trace_vsriov_daemon_pool_released(id, dp->handles[i], dp->pool);
+            g_free(e->owner);
+            e->owner = NULL;
+            return;
+        }
+    }
 }
 
 static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
@@ -433,6 +564,20 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     setsockopt(dp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(dp->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
+    if (pool->lazy) {
+        /* VFs are claimed one by one when the guest enables them. */
+        dp->vhost_fds = g_new(int, dp->count);
+        dp->handles = g_new0(uint32_t, dp->count);
+        for (uint32_t i = 0; i < dp->count; i++) {
+            VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
+
+            dp->vhost_fds[i] = -1;
+            g_array_append_val(pool->entries, e);
+        }
+        USER_CREATABLE_CLASS(parent_class)->complete(uc, errp);
+        return;
+    }
+
     m = msg_new(VPD_MSG_CLAIM, ++dp->seq);
     put_str(m, VPD_A_POOL, dp->pool);
     put_str(m, VPD_A_OWNER, id);
@@ -464,7 +609,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
 
         g_array_append_val(pool->entries, e);
     }
-    trace_vsriov_daemon_pool_claimed(id, dp->pool, dp->count);
+    trace_vsriov_daemon_pool_claimed(id, dp->count, dp->pool);
     USER_CREATABLE_CLASS(parent_class)->complete(uc, errp);
 }
 
@@ -483,9 +628,10 @@ static void daemon_pool_instance_finalize(Object *obj)
         g_autofree char *id = entry_netdev(dp, i);
         NetClientState *nc = qemu_find_netdev(id);
 
-        if (!dp->netdevs_created && dp->vhost_fds[i] >= 0) {
+        if (dp->vhost_fds[i] >= 0) {
             close(dp->vhost_fds[i]);
-        } else if (nc && !nc->peer) {
+        }
+        if (nc && !nc->peer) {
             qemu_del_net_client(nc);
         }
     }
@@ -542,6 +688,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     ucc->complete = daemon_pool_complete;
     pc->available = daemon_available;
     pc->claim = daemon_claim;
+    pc->release = daemon_release;
     pc->configure = daemon_configure;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);

@@ -9,6 +9,9 @@
  *   -netdev tap,id=vf0,... -netdev vhost-vdpa,id=vf1,vhostdev=...
  *   -object vsriov-pool,id=p0,netdevs=vf0,netdevs=vf1
  *
+ * With lazy=on the PFs claim backends when the guest enables VFs and
+ * return them when it disables them (vpf.c), so PFs can share a pool.
+ *
  * Copyright (c) 2026 vsriov contributors
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -151,6 +154,16 @@ static void pool_set_netdevs(Object *obj, Visitor *v, const char *name,
     }
 }
 
+static bool pool_get_lazy(Object *obj, Error **errp)
+{
+    return VSRIOV_POOL(obj)->lazy;
+}
+
+static void pool_set_lazy(Object *obj, bool value, Error **errp)
+{
+    VSRIOV_POOL(obj)->lazy = value;
+}
+
 static void pool_complete(UserCreatable *uc, Error **errp)
 {
     VsriovPool *pool = VSRIOV_POOL(uc);
@@ -215,6 +228,10 @@ static void pool_class_init(ObjectClass *oc, const void *data)
                               NULL, NULL);
     object_class_property_set_description(oc, "netdevs",
         "ids of -netdev backends, one per VF");
+    object_class_property_add_bool(oc, "lazy", pool_get_lazy, pool_set_lazy);
+    object_class_property_set_description(oc, "lazy",
+        "claim backends when the guest enables VFs, not when the PF is "
+        "realized");
 }
 
 static const TypeInfo pool_info = {

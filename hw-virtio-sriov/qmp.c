@@ -15,12 +15,15 @@
 #include "monitor/monitor.h"
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-pci.h"
 #include "net/net.h"
 #include "vsriov.h"
 
-static const char *backend_type(NetClientState *nc)
+static const char *backend_type(NetClientState *nc, bool lazy)
 {
-    return nc ? NetClientDriver_str(nc->info->type) : "missing";
+    return nc ? NetClientDriver_str(nc->info->type)
+              : lazy ? "none" : "missing";
 }
 
 static VsriovVFConfigInfo *vf_config_info(VsriovPF *vpf, uint16_t i)
@@ -50,19 +53,16 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
 {
     PCIDevice *vf = vpf->vfs[i];
     NetClientState *nc = vpf->backends[i];
+    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vf)->bus));
     VsriovVFInfo *info = g_new0(VsriovVFInfo, 1);
-    MACAddr mac = {};
 
     info->index = i;
     info->qom_path = object_get_canonical_path(OBJECT(vf));
     info->bus = pci_dev_bus_num(vf);
     info->devfn = vf->devfn;
-    if (nc->peer && nc->peer->info->type == NET_CLIENT_DRIVER_NIC) {
-        mac = qemu_get_nic(nc->peer)->conf->macaddr;
-    }
-    info->mac = qemu_mac_strdup_printf(mac.a);
-    info->netdev = g_strdup(nc->name);
-    info->backend = g_strdup(backend_type(nc));
+    info->mac = qemu_mac_strdup_printf(n->nic_conf.macaddr.a);
+    info->netdev = nc ? g_strdup(nc->name) : NULL;
+    info->backend = g_strdup(backend_type(nc, vpf->pool->lazy));
     info->state = i < enabled ? VSRIOV_VF_STATE_ENABLED
                               : VSRIOV_VF_STATE_DISABLED;
     info->config = vf_config_info(vpf, i);
@@ -107,13 +107,15 @@ VsriovPoolInfoList *qmp_query_vsriov_pools(Error **errp)
 
         info->id = g_strdup(object_get_canonical_path_component(OBJECT(pool)));
         info->free = VSRIOV_POOL_GET_CLASS(pool)->available(pool);
+        info->lazy = pool->lazy;
         for (guint i = 0; i < pool->entries->len; i++) {
             VsriovPoolEntry *e = &g_array_index(pool->entries,
                                                 VsriovPoolEntry, i);
             VsriovPoolEntryInfo *ei = g_new0(VsriovPoolEntryInfo, 1);
 
             ei->netdev = g_strdup(e->netdev);
-            ei->backend = g_strdup(backend_type(qemu_find_netdev(e->netdev)));
+            ei->backend = g_strdup(backend_type(qemu_find_netdev(e->netdev),
+                                                pool->lazy));
             ei->claimed_by = g_strdup(e->owner);
             QAPI_LIST_APPEND(etail, ei);
         }
@@ -143,7 +145,7 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
 
             monitor_printf(mon, "  VF %u: %02x:%02x.%u mac %s netdev %s (%s) "
                            "%s\n", vf->index, vf->bus, PCI_SLOT(vf->devfn),
-                           PCI_FUNC(vf->devfn), vf->mac, vf->netdev,
+                           PCI_FUNC(vf->devfn), vf->mac, vf->netdev ?: "-",
                            vf->backend, VsriovVFState_str(vf->state));
             monitor_printf(mon, "    vlan %u qos %u proto %s, spoofchk %s, "
                            "trust %s, link-state %s, tx rate %u-%u Mbit/s"
@@ -160,7 +162,8 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
     for (VsriovPoolInfoList *p = pools; p; p = p->next) {
         VsriovPoolInfo *pool = p->value;
 
-        monitor_printf(mon, "pool %s: %u free\n", pool->id, pool->free);
+        monitor_printf(mon, "pool %s: %u free%s\n", pool->id, pool->free,
+                       pool->lazy ? " (lazy: claimed at VF Enable)" : "");
         for (VsriovPoolEntryInfoList *e = pool->entries; e; e = e->next) {
             monitor_printf(mon, "  %s (%s)%s%s\n", e->value->netdev,
                            e->value->backend,

@@ -43,8 +43,12 @@
 #include <linux/if_tun.h>
 #endif
 
+#ifndef ETH_P_8021Q
 #define ETH_P_8021Q     0x8100
+#endif
+#ifndef ETH_P_8021AD
 #define ETH_P_8021AD    0x88a8
+#endif
 #define VLAN_VID_MAX    4094
 
 static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
@@ -146,7 +150,8 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     Error *err = NULL;
 
-    if (!pc->configure) {
+    if (!pc->configure || !vpf->backends[i]) {
+        /* nothing to apply to (a lazy pool's VF gets a fresh backend) */
         return VSRIOV_VFCFG_S_OK;
     }
     if (!pc->configure(vpf->pool, vpf->backends[i], c,
@@ -207,7 +212,7 @@ static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
     size_t len;
     int fd;
 
-    if (nc->info->type != NET_CLIENT_DRIVER_TAP) {
+    if (!nc || nc->info->type != NET_CLIENT_DRIVER_TAP) {
         return;
     }
     fd = tap_get_fd(nc);

@@ -10,6 +10,17 @@
  * -netdev objects), so enabling VFs in the guest only flips their
  * visibility: its cost does not depend on guest RAM or backend type.
  *
+ * With a lazy pool (lazy=on), the PF starts with VFs that have no backend,
+ * and its TotalVFs is the pool's size.  When the guest sets VF Enable,
+ * pcie_sriov asks this file first (prepare_vfs): each VF to be enabled is
+ * replaced by one with a backend claimed from the pool, at the same
+ * function and with the same MAC; if the pool cannot give them all, VF
+ * Enable does not take.  When the VFs are disabled again (VF Enable
+ * cleared, PF reset) they are replaced by backend-less VFs and their
+ * backends go back to the pool.  Enabling then pays for opening the
+ * backends (for vhost-vdpa, mapping guest memory), in exchange for pools
+ * shared by PFs that hold backends only while they use them.
+ *
  * The VFs are QOM children of the PF ("vf[N]"); they and their backends'
  * claims go away with the PF.
  *
@@ -27,6 +38,9 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
 #include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-net.h"
+#include "qemu/error-report.h"
+#include "qemu/main-loop.h"
 #include "migration/blocker.h"
 #include "vsriov.h"
 #include "vfcfg.h"
@@ -67,7 +81,9 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
     VsriovPF *vpf = vpf_of(pf);
     uint16_t now;
 
+    vpf->in_config_write = true;
     vpf->parent_config_write(pf, addr, val, len);
+    vpf->in_config_write = false;
     if (vsriov_vfcfg_config_write(vpf, addr, len)) {
         return;
     }
@@ -84,6 +100,14 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
         vpf->enabled_vfs = now;
         qapi_event_send_vsriov_vfs_changed(DEVICE(pf)->id, path, now);
     }
+}
+
+/* The backend a VF's NIC is attached to, or NULL. */
+static NetClientState *vpf_vf_backend(PCIDevice *vf)
+{
+    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vf)->bus));
+
+    return qemu_get_queue(n->nic)->peer;
 }
 
 /* Remove the VFs created so far and return their backends. */
@@ -114,23 +138,145 @@ static void vpf_destroy_vfs(VsriovPF *vpf)
     vpf->num_vfs = 0;
 }
 
+/*
+ * Create and realize VF @index with @backend (NULL: none).  Once the PF's
+ * SR-IOV capability exists (a lazy pool's VF made at VF Enable), the VF
+ * also gets its VF number, its pool MAC and the IDs pcie_sriov gives VFs.
+ */
 static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
                                 NetClientState *backend, Error **errp)
 {
     PCIDevice *pf = vpf->pf;
     PCIDevice *vf = pci_new(pf->devfn + 1 + index, "virtio-net-pci");
     g_autofree char *name = g_strdup_printf("vf[%u]", index);
+    bool late = vpf->sriov_cap;
 
     object_property_add_child(OBJECT(pf), name, OBJECT(vf));
-    qdev_prop_set_netdev(DEVICE(vf), "netdev", backend);
+    if (backend) {
+        qdev_prop_set_netdev(DEVICE(vf), "netdev", backend);
+    }
     /* A VF knows its PF while it is realized: virtio-pci then adds ARI. */
     vf->exp.sriov_vf.pf = pf;
+    if (late) {
+        vf->exp.sriov_vf.vf_number = index;
+        qdev_prop_set_macaddr(DEVICE(vf), "mac", vpf->vf_pool_mac[index].a);
+        /* It appears through VF Enable (which resets it), not hot-plug. */
+        DEVICE(vf)->hotplugged = false;
+    }
     if (!qdev_realize(DEVICE(vf), BUS(pci_get_bus(pf)), errp)) {
         object_unparent(OBJECT(vf));
         object_unref(OBJECT(vf));
         return NULL;
     }
+    if (late) {
+        for (int r = 0; r < PCI_NUM_REGIONS; r++) {
+            if (vf->io_regions[r].size != vpf->vf_bar_size[r]) {
+                error_setg(errp, "VF %u with backend '%s' would have BAR "
+                           "%d of 0x%" FMT_PCIBUS " bytes where the PF's VFs "
+                           "have 0x%" FMT_PCIBUS, index,
+                           backend ? backend->name : "(none)", r,
+                           vf->io_regions[r].size, vpf->vf_bar_size[r]);
+                object_unparent(OBJECT(vf));
+                object_unref(OBJECT(vf));
+                return NULL;
+            }
+        }
+        pci_config_set_vendor_id(vf->config, 0xffff);
+        pci_config_set_device_id(vf->config, 0xffff);
+    }
     return vf; /* one reference for us, one for the child property */
+}
+
+/*
+ * Lazy pools: replace disabled VF @i by a new one with @backend (NULL:
+ * none).  A VF without backend has nothing that can fail to realize.
+ */
+static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
+                           Error **errp)
+{
+    PCIDevice *vf;
+
+    object_unparent(OBJECT(vpf->vfs[i]));
+    object_unref(OBJECT(vpf->vfs[i]));
+    vf = vpf_create_vf(vpf, i, backend, errp);
+    if (!vf) {
+        vf = vpf_create_vf(vpf, i, NULL, &error_abort);
+    }
+    vpf->vfs[i] = vf;
+    return vf && backend == vpf_vf_backend(vf);
+}
+
+/* Lazy pools: return the backends of the VFs that are not enabled. */
+static void vpf_release_disabled(VsriovPF *vpf)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
+    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        NetClientState *nc = vpf->backends[i];
+
+        if (nc && !vpf->vfs[i]->enabled) {
+            vpf_replace_vf(vpf, i, NULL, &error_abort);
+            vpf->backends[i] = NULL;
+            pc->release(vpf->pool, nc);
+        }
+    }
+}
+
+static void vpf_release_bh(void *opaque)
+{
+    vpf_release_disabled(opaque);
+}
+
+/* pcie_sriov's prepare_vfs: VF Enable is being set with @num_vfs VFs. */
+static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
+{
+    VsriovPF *vpf = vpf_of(pf);
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    g_autofree char *path = object_get_canonical_path(OBJECT(pf));
+    Error *err = NULL;
+
+    vpf_release_disabled(vpf);  /* what a reset left, if its BH is pending */
+    for (uint16_t i = 0; i < num_vfs; i++) {
+        g_autofree char *owner = g_strdup_printf("%s/vf[%u]", path, i);
+        NetClientState *nc = pc->claim(vpf->pool, owner, &err);
+
+        if (!nc) {
+            break;
+        }
+        vpf->backends[i] = nc;
+        if (!vpf_replace_vf(vpf, i, nc, &err)) {
+            /* the VF has no backend now: give it back */
+            vpf->backends[i] = NULL;
+            pc->release(vpf->pool, nc);
+            break;
+        }
+    }
+    if (err) {
+        error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u VF(s) "
+                      "refused: ", DEVICE(pf)->id, num_vfs);
+        error_report_err(err);
+        vpf_release_disabled(vpf);
+        return false;
+    }
+    trace_vsriov_vfs_backed(DEVICE(pf)->id, num_vfs);
+    return true;
+}
+
+/*
+ * pcie_sriov's vfs_disabled.  In a config write (the guest cleared VF
+ * Enable, or an FLR of the PF) the backends go back at once; a reset from
+ * elsewhere (system reset, bus reset) may run while the bus walks its
+ * devices, so the VFs are not replaced under it but in a bottom half.
+ */
+static void vpf_vfs_disabled(PCIDevice *pf)
+{
+    VsriovPF *vpf = vpf_of(pf);
+
+    if (vpf->in_config_write) {
+        vpf_release_disabled(vpf);
+    } else {
+        qemu_bh_schedule(vpf->release_bh);
+    }
 }
 
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
@@ -174,7 +320,18 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     free_backends = pc->available(vpf->pool);
     max_fns = PCI_DEVFN_MAX - 1 - pf->devfn;
-    if (vpf->total_vfs) {
+    if (vpf->pool->lazy) {
+        /* Backends are claimed at VF Enable: the pool's size is the limit */
+        n = vpf->pool->entries->len;
+        if (vpf->total_vfs > n) {
+            error_setg(errp, "sriov-totalvfs=%u but lazy vsriov-pool '%s' "
+                       "has %u backend(s)", vpf->total_vfs,
+                       object_get_canonical_path_component(OBJECT(vpf->pool)),
+                       n);
+            return false;
+        }
+        n = vpf->total_vfs ?: n;
+    } else if (vpf->total_vfs) {
         if (vpf->total_vfs > free_backends) {
             error_setg(errp, "sriov-totalvfs=%u but vsriov-pool '%s' has "
                        "%u free backend(s)", vpf->total_vfs,
@@ -206,9 +363,11 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     for (uint16_t i = 0; i < n; i++) {
         g_autofree char *owner = g_strdup_printf("%s/vf[%u]", path, i);
 
-        vpf->backends[i] = pc->claim(vpf->pool, owner, errp);
-        if (!vpf->backends[i]) {
-            goto fail;
+        if (!vpf->pool->lazy) {
+            vpf->backends[i] = pc->claim(vpf->pool, owner, errp);
+            if (!vpf->backends[i]) {
+                goto fail;
+            }
         }
         vpf->vfs[i] = vpf_create_vf(vpf, i, vpf->backends[i], errp);
         if (!vpf->vfs[i]) {
@@ -245,6 +404,14 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vpf->parent_config_write = pf->config_write;
     pf->config_write = vpf_config_write;
     vpf->enabled_vfs = 0;
+    for (int r = 0; r < PCI_NUM_REGIONS; r++) {
+        vpf->vf_bar_size[r] = vpf->vfs[0]->io_regions[r].size;
+    }
+    if (vpf->pool->lazy) {
+        vpf->release_bh = qemu_bh_new(vpf_release_bh, vpf);
+        pf->exp.sriov_pf.prepare_vfs = vpf_prepare_vfs;
+        pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
+    }
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
     trace_vsriov_pf_realize(id, n,
         object_get_canonical_path_component(OBJECT(vpf->pool)));
@@ -265,7 +432,12 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     QTAILQ_REMOVE(&vpfs, vpf, next);
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;
+    if (vpf->release_bh) {
+        qemu_bh_delete(vpf->release_bh);
+        vpf->release_bh = NULL;
+    }
     vsriov_vfcfg_exit(vpf);
     vpf_destroy_vfs(vpf);
+    vpf->sriov_cap = 0;
     vpf->pf = NULL;
 }

@@ -82,6 +82,7 @@ struct VsriovPool {
     Object parent_obj;
 
     GArray *entries;    /* of VsriovPoolEntry */
+    bool lazy;          /* backends claimed at VF Enable, not at PF realize */
     QTAILQ_ENTRY(VsriovPool) next;
 };
 
@@ -93,8 +94,11 @@ typedef struct VsriovPF {
 
     /* runtime */
     PCIDevice *pf;
-    PCIDevice **vfs;
-    NetClientState **backends;
+    PCIDevice **vfs;            /* also the PF's sriov_pf.vf */
+    NetClientState **backends;  /* NULL: none (a lazy pool's disabled VF) */
+    pcibus_t vf_bar_size[PCI_NUM_REGIONS];
+    bool in_config_write;
+    QEMUBH *release_bh;         /* lazy: returns backends after a reset */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     uint16_t sriov_cap;
@@ -106,7 +110,11 @@ typedef struct VsriovPF {
     QTAILQ_ENTRY(VsriovPF) next;
 } VsriovPF;
 
-/* Hooks called by virtio-net-pci (qemu-patches/0005). */
+/*
+ * Hooks called by virtio-net-pci (qemu-patches/0005); with a lazy pool,
+ * vpf.c also sets hw/pci/pcie_sriov.c's prepare_vfs and vfs_disabled
+ * (qemu-patches/0008).
+ */
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
 void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
