@@ -78,6 +78,9 @@ if cmd == "hold":
     wait_for("/tmp/hold.never")
 elif cmd == "free":
     print(sum(1 for v in c.status() if v["POOL"] == sys.argv[2] and v["COUNT"] == 0))
+elif cmd == "owners":
+    print(" ".join(sorted(v.get("OWNER", "-") for v in c.status()
+                          if v["POOL"] == sys.argv[2] and v["COUNT"])))
 elif cmd == "qmp":
     import json, socket
     q = socket.socket(socket.AF_UNIX)
@@ -221,6 +224,8 @@ def test_daemon_provisions_and_serves(l1host):
     l1host.check("kill $(cat /tmp/qemu.pid)")
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
 
+    lazy_daemon_pool(l1host, qemu)
+
     # Killed: its VFs are free again within 1 s.
     l1host.check("kill -9 $(cat /tmp/hold.pid)")
     t0 = time.monotonic()
@@ -232,6 +237,61 @@ def test_daemon_provisions_and_serves(l1host):
     assert "2 VF(s) claimed by 'l2-vm'" in log and "went away: 2 VF(s) released" in log
     with open(os.path.join(paths.ARTIFACTS, "l1-daemon-timings.txt"), "w") as f:
         f.write(f"provision_8_vfs_s {provision_s:.2f}\nrelease_after_kill_s {release_s:.3f}\n")
+
+
+def lazy_daemon_pool(l1host, qemu):
+    """The same pool with lazy=on: nothing is claimed until the guest sets VF
+    Enable (played through qtest: tests/harness/qtest_pci.py); each enabled
+    VF then holds a VF of the daemon, its vhost-vdpa device opened then, and
+    clearing VF Enable gives them back.  A VF Enable the daemon cannot back
+    does not take and takes nothing."""
+    def query():
+        q = json.loads(l1host.check("python3 /tmp/vpd-client.py qmp /tmp/ql.sock query-vsriov",
+                                    timeout=120))
+        assert "return" in q, (q, l1host.check("cat /scratch/qemu-lazy.log"))
+        return [(v["netdev"] if "netdev" in v else None, v["backend"], v["state"])
+                for v in q["return"][0]["vfs"]]
+
+    def vfs(n):
+        return l1host.check(f"python3 /src/tests/harness/qtest_pci.py /tmp/qt.sock vfs {n}",
+                            timeout=120).split()[:2]
+
+    # vdpa_sim maps only shared, file-backed guest memory (use_va mode).
+    l1host.check(f"setsid {qemu} -M q35 -nodefaults -display none -accel qtest "
+                 "-qtest unix:/tmp/qt.sock,server=on,wait=off -qtest-log /dev/null "
+                 "-qmp unix:/tmp/ql.sock,server=on,wait=off "
+                 "-object memory-backend-memfd,id=mem0,size=512M,share=on "
+                 "-machine memory-backend=mem0 -m 512M "
+                 "-object vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,pool=a,count=5,"
+                 "lazy=on -device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
+                 "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 "
+                 "> /scratch/qemu-lazy.log 2>&1 < /dev/null & echo $! > /tmp/qemu.pid")
+    assert query() == [(None, "none", "disabled")] * 5
+    assert free(l1host, "a") == 4
+    assert vfs(3) == ["vfe=1", "present=3"]
+    assert query() == [("p0.0", "vhost-vdpa", "enabled"), ("p0.1", "vhost-vdpa", "enabled"),
+                       ("p0.2", "vhost-vdpa", "enabled"), (None, "none", "disabled"),
+                       (None, "none", "disabled")]
+    assert free(l1host, "a") == 1
+    owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
+    assert [o for o in owners if o.startswith("/machine/peripheral/pf0/vf[")] == \
+        [f"/machine/peripheral/pf0/vf[{i}]" for i in range(3)], owners
+    assert vfs(0) == ["vfe=0", "present=0"]
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
+    # Five asked, four free in the daemon: VF Enable does not take, and the
+    # four it got go back.
+    assert vfs(5) == ["vfe=0", "present=0"]
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
+    log = l1host.check("cat /scratch/qemu-lazy.log")
+    assert "virtual SR-IOV PF 'pf0': VF Enable with 5 VF(s) refused: vsriov-daemon-pool " \
+        "'p0': the daemon refused:" in log, log
+    # Opened again, on other VFs or the same: they work.
+    assert vfs(4) == ["vfe=1", "present=4"]
+    assert [b for _, b, _ in query()] == ["vhost-vdpa"] * 4 + ["none"]
+    assert free(l1host, "a") == 0
+    # QEMU killed with VFs enabled: the daemon takes them back.
+    l1host.check("kill -9 $(cat /tmp/qemu.pid)")
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
 
 
 OVS_CONF = """[daemon]

@@ -82,6 +82,14 @@ BAD = [
      ["-device", "virtio-net-pci,netdev=b0,id=other",
       "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=2"],
      "sriov-totalvfs=2 but vsriov-pool 'p0' has 1 free backend(s)"),
+    ("lazy-totalvfs-above-pool-size",
+     ROOT_PORT + backends(2) + ["-object", "vsriov-pool,id=p0,lazy=on,netdevs=b0,netdevs=b1",
+                                "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,"
+                                "sriov-totalvfs=3"],
+     "sriov-totalvfs=3 but lazy vsriov-pool 'p0' has 2 backend(s)"),
+    ("lazy-not-a-bool",
+     ROOT_PORT + backends(1) + ["-object", "vsriov-pool,id=p0,lazy=sometimes,netdevs=b0"],
+     "lazy"),
     ("with-sriov-pf-vfs",
      ROOT_PORT + backends(2) + pool(["b0"]) +
      ["-device", "virtio-net-pci,bus=rp0,addr=0.1,netdev=b1,sriov-pf=pf0",
@@ -104,4 +112,15 @@ def test_two_pfs_share_a_pool():
              pool(["b0", "b1", "b2"]) +
              ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=2",
               "-device", "virtio-net-pci,bus=rp1,id=pf1,sriov-pool=p0"])
+    assert p.returncode == 0, p.stderr
+
+
+def test_pfs_share_a_lazy_pool_beyond_its_size():
+    """A lazy pool hands out backends at VF Enable: two PFs may each
+    advertise the whole pool, and QEMU starts holding none of it."""
+    p = qemu(["-device", "pcie-root-port,id=rp0,chassis=1",
+              "-device", "pcie-root-port,id=rp1,chassis=2"] + backends(2) +
+             ["-object", "vsriov-pool,id=p0,lazy=on,netdevs=b0,netdevs=b1",
+              "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0",
+              "-device", "virtio-net-pci,bus=rp1,id=pf1,sriov-pool=p0,sriov-totalvfs=2"])
     assert p.returncode == 0, p.stderr

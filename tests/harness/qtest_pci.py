@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A guest's SR-IOV writes, made through QEMU's qtest protocol.
+
+QEMU started with `-accel qtest -qtest unix:SOCK,server=on,wait=off` runs no
+guest code: this client plays the guest's PCI core, the way the C qtests'
+vsriov-pcie.h does (ECAM enabled in the q35 MCH, a root port given bus 1),
+so the host side of VF Enable can be driven and timed in places where
+libqos is not built (Level 1).  Standard library only: it runs in Level 1.
+
+    python3 qtest_pci.py SOCK vfs N      set NumVFs = N and VF Enable (0: clear)
+"""
+import os
+import socket
+import sys
+import time
+
+ECAM = 0xB0000000
+MCH_PCIEXBAR = 0x60
+SRIOV_CAP_ID = 0x10
+SRIOV_CTRL, SRIOV_TOTAL_VF, SRIOV_NUM_VF = 0x08, 0x0E, 0x10
+VFE = 0x1
+CLASS_REVISION = 0x08
+
+
+class QtestError(Exception):
+    pass
+
+
+class QtestPci:
+    def __init__(self, path, root_slot=2, timeout=60):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)  # QEMU creates the socket when it starts
+        self.f = self.sock.makefile("rw")
+        self.slot = root_slot
+        self._init_ecam()
+
+    def cmd(self, line):
+        self.f.write(line + "\n")
+        self.f.flush()
+        while True:
+            r = self.f.readline()
+            if not r:
+                raise QtestError(f"QEMU closed the qtest connection after {line!r}")
+            if r.startswith("IRQ"):
+                continue
+            if not r.startswith("OK"):
+                raise QtestError(f"{line!r}: {r.strip()}")
+            return r.split()[1] if len(r.split()) > 1 else None
+
+    def _ecam(self, bus, devfn, off):
+        return ECAM + (bus << 20) + (devfn << 12) + off
+
+    def read(self, bus, devfn, off, size):
+        return int(self.cmd(f"read{'bwl'[size >> 1]} {self._ecam(bus, devfn, off):#x}"), 16)
+
+    def write(self, bus, devfn, off, size, val):
+        self.cmd(f"write{'bwl'[size >> 1]} {self._ecam(bus, devfn, off):#x} {val:#x}")
+
+    def _init_ecam(self):
+        def cf8(off):
+            return 0x80000000 | (off & 0xFC)
+        self.cmd(f"outl 0xcf8 {cf8(MCH_PCIEXBAR + 4):#x}")
+        self.cmd("outl 0xcfc 0x0")
+        self.cmd(f"outl 0xcf8 {cf8(MCH_PCIEXBAR):#x}")
+        self.cmd(f"outl 0xcfc {ECAM | 1:#x}")
+        if self.read(0, 0, 0, 2) != 0x8086:
+            raise QtestError("ECAM not reachable: not a q35 machine?")
+        port = self.slot << 3
+        self.write(0, port, 0x18, 1, 0)  # primary bus
+        self.write(0, port, 0x19, 1, 1)  # secondary bus
+        self.write(0, port, 0x1A, 1, 1)  # subordinate bus
+
+    def ext_cap(self, bus, devfn, cap_id):
+        pos, guard = 0x100, 480
+        while pos and guard:
+            hdr = self.read(bus, devfn, pos, 4)
+            if hdr in (0, 0xFFFFFFFF):
+                return 0
+            if hdr & 0xFFFF == cap_id:
+                return pos
+            pos, guard = hdr >> 20, guard - 1
+        return 0
+
+    def sriov_cap(self):
+        cap = self.ext_cap(1, 0, SRIOV_CAP_ID)
+        if not cap:
+            raise QtestError("the PF at 01:00.0 has no SR-IOV capability")
+        return cap
+
+    def set_vfs(self, n, cap=None):
+        """NumVFs = n and VF Enable (n = 0: VF Enable cleared).  Returns the
+        seconds the VF Enable write took (its qtest round trip) and whether
+        VF Enable took."""
+        cap = cap or self.sriov_cap()
+        self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+        if not n:
+            return 0.0, False
+        self.write(1, 0, cap + SRIOV_NUM_VF, 2, n)
+        t0 = time.perf_counter()
+        self.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
+        took = time.perf_counter() - t0
+        return took, bool(self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE)
+
+    def disable_timed(self, cap=None):
+        cap = cap or self.sriov_cap()
+        t0 = time.perf_counter()
+        self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+        return time.perf_counter() - t0
+
+    def vf_present(self, index):
+        return self.read(1, index + 1, CLASS_REVISION, 4) != 0xFFFFFFFF
+
+
+def main(argv):
+    path, what = argv[1], argv[2]
+    q = QtestPci(path)
+    if what == "vfs":
+        n = int(argv[3])
+        took, enabled = q.set_vfs(n)
+        present = sum(q.vf_present(i) for i in range(max(n, 1)))
+        print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f}")
+    else:
+        raise SystemExit(f"unknown command {what}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
+    os._exit(0)
