@@ -151,6 +151,10 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
     g_autofree char *name = g_strdup_printf("vf[%u]", index);
     bool late = vpf->sriov_cap;
 
+    if (backend && !vsriov_check_backend_memory(backend, errp)) {
+        object_unref(OBJECT(vf));
+        return NULL;
+    }
     object_property_add_child(OBJECT(pf), name, OBJECT(vf));
     if (backend) {
         qdev_prop_set_netdev(DEVICE(vf), "netdev", backend);

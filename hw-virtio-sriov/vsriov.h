@@ -119,6 +119,13 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
 void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
 
+/*
+ * Whether a VF's backend can reach guest memory (vdpa-mem.c): for
+ * vhost-vdpa, shared RAM for a VA-mode device, a memlock limit that lets a
+ * PA-mode device pin it.
+ */
+bool vsriov_check_backend_memory(NetClientState *nc, Error **errp);
+
 /* The VF-configuration channel (vfcfg.c). */
 void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
 void vsriov_vfcfg_exit(VsriovPF *vpf);

@@ -9,7 +9,6 @@ libqos is not built (Level 1).  Standard library only: it runs in Level 1.
 
     python3 qtest_pci.py SOCK vfs N      set NumVFs = N and VF Enable (0: clear)
 """
-import os
 import socket
 import sys
 import time
@@ -134,4 +133,3 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv)
-    os._exit(0)

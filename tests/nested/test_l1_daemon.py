@@ -208,7 +208,18 @@ def test_daemon_provisions_and_serves(l1host):
     # QEMU's vsriov-daemon-pool claims 2 more: real vhost-vdpa fds become
     # the netdevs of a virtual PF's VFs; QEMU's exit releases them.
     qemu = "/vsriov/qemu-build/qemu-system-x86_64"
+    # Private guest RAM, which vdpa_sim (a VA-mode device) cannot map: QEMU
+    # refuses to start, saying so, instead of running with dead VFs.
+    r = l1host.run(f"{qemu} -M q35 -nodefaults -display none -S "
+                   "-object vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,pool=a,count=2 "
+                   "-device pcie-root-port,id=rp0 -netdev user,id=n0 "
+                   "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0", timeout=120)
+    assert r.status == 1 and "netdev 'p0.0': the vDPA device (/sys/devices/vpd-" \
+        in r.stderr and "is private; give the guest shared file-backed RAM" in r.stderr, str(r)
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     l1host.check(f"setsid {qemu} -M q35 -nodefaults -display none -S "
+                 "-object memory-backend-memfd,id=mem0,size=512M,share=on "
+                 "-machine memory-backend=mem0 -m 512M "
                  "-qmp unix:/tmp/q.sock,server=on,wait=off "
                  "-object vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,pool=a,count=2 "
                  "-device pcie-root-port,id=rp0 -netdev user,id=n0 "

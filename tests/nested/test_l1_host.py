@@ -55,6 +55,53 @@ def test_netdevsim_switchdev_and_ovs(l1host):
         assert r in dp, f"{r} not in the kernel datapath:\n{dp}"
 
 
+MEMCHK_QEMU = (
+    "/vsriov/qemu-build/qemu-system-x86_64 -M q35 -nodefaults -display none -accel qtest "
+    "-qtest null -S -m 256M {mem} -netdev vhost-vdpa,id=v0,vhostdev=/dev/{dev} "
+    "-object vsriov-pool,id=p0,netdevs=v0 -device pcie-root-port,id=rp0,chassis=1 "
+    "-device virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0 -qmp stdio < /tmp/quit.json")
+SHARED_RAM = "-object memory-backend-memfd,id=mem0,size=256M,share=on -machine memory-backend=mem0"
+
+
+def test_unmappable_guest_memory_is_refused_at_start(l1host):
+    """A VF whose vhost-vdpa device cannot reach guest memory would
+    negotiate and never pass a packet; QEMU refuses to start instead, naming
+    the fix.  VA mode (vdpa_sim's default): private guest RAM is refused,
+    shared file-backed RAM starts.  PA mode (vdpa_sim use_va=0, as hardware
+    parents): a memlock limit below guest RAM is refused, enough starts."""
+    l1host.check("echo '{\"execute\":\"qmp_capabilities\"}' > /tmp/quit.json && "
+                 "echo '{\"execute\":\"quit\"}' >> /tmp/quit.json")
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net")
+    dev = add_vdpa(l1host, "memchk", "52:54:00:00:00:40")
+
+    r = l1host.run(MEMCHK_QEMU.format(mem="", dev=dev), timeout=120)
+    assert r.status == 1, str(r)
+    assert "netdev 'v0': the vDPA device (/sys/devices/memchk) maps guest memory by " \
+        "virtual address" in r.stderr, str(r)
+    assert "guest RAM 'pc.ram' is private; give the guest shared file-backed RAM, e.g. " \
+        "-object memory-backend-memfd,id=mem,size=256M,share=on -machine " \
+        "memory-backend=mem" in r.stderr, str(r)
+    r = l1host.run(MEMCHK_QEMU.format(mem=SHARED_RAM, dev=dev), timeout=120)
+    assert r.status == 0, str(r)
+
+    # PA mode: the simulator pins guest RAM like hardware does.
+    l1host.check("vdpa dev del memchk && rmmod vdpa_sim_net vdpa_sim && "
+                 "modprobe vdpa_sim use_va=0 && modprobe vdpa_sim_net")
+    try:
+        dev = add_vdpa(l1host, "memchk", "52:54:00:00:00:40")
+        r = l1host.run("prlimit --memlock=67108864 " + MEMCHK_QEMU.format(mem="", dev=dev),
+                       timeout=120)
+        assert r.status == 1, str(r)
+        assert "netdev 'v0': 1 vDPA device(s) pin guest RAM (256 MiB each, 256 MiB in " \
+            "all) but the memlock limit is 64 MiB; raise it (ulimit -l" in r.stderr, str(r)
+        r = l1host.run("prlimit --memlock=unlimited " + MEMCHK_QEMU.format(mem="", dev=dev),
+                       timeout=120)
+        assert r.status == 0, str(r)
+    finally:
+        l1host.check("vdpa dev del memchk; rmmod vdpa_sim_net vdpa_sim; "
+                     "modprobe -a vdpa_sim_net")
+
+
 def add_vdpa(l1host, name, mac):
     """A vdpa_sim_net device (no control queue) and its /dev/vhost-vdpa-N."""
     l1host.check(f"vdpa dev add mgmtdev vdpasim_net name {name} mac {mac} "
