@@ -117,12 +117,12 @@ static int claimed(QTestState *qts, const char *pf)
 static void check_vfs(QTestState *qts, int pf, int enabled, char **macs)
 {
     QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-vsriov' }");
+    QList *pfs = qdict_get_qlist(resp, "return");
     QDict *info = NULL;
     QListEntry *e;
     int i = 0;
 
-    for (const QListEntry *pe = qlist_first(qdict_get_qlist(resp, "return")); pe;
-         pe = qlist_next(pe)) {
+    for (const QListEntry *pe = qlist_first(pfs); pe; pe = qlist_next(pe)) {
         g_autofree char *id = g_strdup_printf("pf%d", pf);
 
         info = qobject_to(QDict, qlist_entry_obj(pe));
