@@ -295,7 +295,7 @@ def lazy_daemon_pool(l1host, qemu):
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     log = l1host.check("cat /scratch/qemu-lazy.log")
     assert "virtual SR-IOV PF 'pf0': VF Enable with 5 VF(s) refused: vsriov-daemon-pool " \
-        "'p0': the daemon refused:" in log, log
+        "'p0': the daemon refused: pool 'a' has 0 free VF(s), 1 asked" in log, log
     # Opened again, on other VFs or the same: they work.
     assert vfs(4) == ["vfe=1", "present=4"]
     assert [b for _, b, _ in query()] == ["vhost-vdpa"] * 4 + ["none"]
