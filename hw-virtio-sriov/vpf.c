@@ -41,6 +41,7 @@
 #include "hw/virtio/virtio-net.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
+#include "system/memory.h"
 #include "migration/blocker.h"
 #include "vsriov.h"
 #include "vfcfg.h"
@@ -215,6 +216,7 @@ static void vpf_release_disabled(VsriovPF *vpf)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
+    memory_region_transaction_begin();
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         NetClientState *nc = vpf->backends[i];
 
@@ -224,6 +226,7 @@ static void vpf_release_disabled(VsriovPF *vpf)
             pc->release(vpf->pool, nc);
         }
     }
+    memory_region_transaction_commit();
 }
 
 static void vpf_release_bh(void *opaque)
@@ -239,6 +242,8 @@ static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
     g_autofree char *path = object_get_canonical_path(OBJECT(pf));
     Error *err = NULL;
 
+    /* one memory topology update for all the VFs, not one per VF */
+    memory_region_transaction_begin();
     vpf_release_disabled(vpf);  /* what a reset left, if its BH is pending */
     for (uint16_t i = 0; i < num_vfs; i++) {
         g_autofree char *owner = g_strdup_printf("%s/vf[%u]", path, i);
@@ -260,10 +265,11 @@ static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
                       "refused: ", DEVICE(pf)->id, num_vfs);
         error_report_err(err);
         vpf_release_disabled(vpf);
-        return false;
+    } else {
+        trace_vsriov_vfs_backed(DEVICE(pf)->id, num_vfs);
     }
-    trace_vsriov_vfs_backed(DEVICE(pf)->id, num_vfs);
-    return true;
+    memory_region_transaction_commit();
+    return !err;
 }
 
 /*
