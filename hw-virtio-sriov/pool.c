@@ -130,6 +130,12 @@ static void pool_set_netdevs(Object *obj, Visitor *v, const char *name,
     VsriovPool *pool = VSRIOV_POOL(obj);
     g_autoptr(strList) list = NULL;
 
+    if (QTAILQ_IN_USE(pool, next)) {
+        error_setg(errp, "vsriov-pool '%s': 'netdevs' cannot change once the "
+                   "pool exists",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        return;
+    }
     if (!visit_type_strList(v, name, &list, errp)) {
         return;
     }
@@ -161,7 +167,15 @@ static bool pool_get_lazy(Object *obj, Error **errp)
 
 static void pool_set_lazy(Object *obj, bool value, Error **errp)
 {
-    VSRIOV_POOL(obj)->lazy = value;
+    VsriovPool *pool = VSRIOV_POOL(obj);
+
+    if (QTAILQ_IN_USE(pool, next)) {
+        error_setg(errp, "vsriov-pool '%s': 'lazy' cannot change once the "
+                   "pool exists",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        return;
+    }
+    pool->lazy = value;
 }
 
 static void pool_complete(UserCreatable *uc, Error **errp)

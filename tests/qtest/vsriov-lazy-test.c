@@ -302,6 +302,29 @@ static void test_toggle_stress(void)
     qtest_quit(qts);
 }
 
+/* A pool's mode and backends are fixed once it exists. */
+static void test_properties_fixed(void)
+{
+    QTestState *qts = start_lazy(1, "");
+    QDict *resp;
+
+    resp = qtest_qmp(qts, "{ 'execute': 'qom-set', 'arguments': {"
+                     " 'path': '/objects/p0', 'property': 'lazy',"
+                     " 'value': false } }");
+    g_assert_nonnull(strstr(qdict_get_str(qdict_get_qdict(resp, "error"),
+                                          "desc"),
+                            "'lazy' cannot change once the pool exists"));
+    qobject_unref(resp);
+    resp = qtest_qmp(qts, "{ 'execute': 'qom-set', 'arguments': {"
+                     " 'path': '/objects/p0', 'property': 'netdevs',"
+                     " 'value': [ 'b0' ] } }");
+    g_assert(qdict_haskey(resp, "error"));
+    qobject_unref(resp);
+    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    check_vfs(qts, 0, 0, NULL);
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -310,5 +333,6 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/lazy/shared-pool", test_shared_pool);
     qtest_add_func("/vsriov/lazy/reset", test_reset_returns_backends);
     qtest_add_func("/vsriov/lazy/toggle-stress", test_toggle_stress);
+    qtest_add_func("/vsriov/lazy/properties-fixed", test_properties_fixed);
     return g_test_run();
 }
