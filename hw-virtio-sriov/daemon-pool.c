@@ -395,6 +395,14 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
         return NULL;
     }
     netdev = entry_netdev(dp, i);
+    if (qemu_find_netdev(netdev)) {
+        /* netdev_add would refuse it before taking the descriptor */
+        close(fd);
+        release_handle(dp, handle);
+        error_setg(errp, "vsriov-daemon-pool '%s': a netdev named '%s' "
+                   "exists already", id, netdev);
+        return NULL;
+    }
     fd_str = g_strdup_printf("%d", fd);
     {
         Netdev nd = {
@@ -450,22 +458,26 @@ static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
     return parent_class->claim(pool, owner, errp);
 }
 
-static void daemon_release(VsriovPool *pool, NetClientState *nc)
+static void daemon_release(VsriovPool *pool, const char *netdev)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
     const char *id = object_get_canonical_path_component(OBJECT(dp));
 
     if (!pool->lazy) {
-        parent_class->release(pool, nc);
+        parent_class->release(pool, netdev);
         return;
     }
     for (guint i = 0; i < pool->entries->len; i++) {
         VsriovPoolEntry *e = entry(pool, i);
 
-        if (e->owner && !strcmp(e->netdev, nc->name)) {
+        if (e->owner && !strcmp(e->netdev, netdev)) {
+            NetClientState *nc = qemu_find_netdev(netdev);
+
             trace_vsriov_pool_release(id, e->netdev, e->owner);
             /* closes the vhost-vdpa descriptor: the daemon may reuse it */
-            qemu_del_net_client(nc);
+            if (nc) {
+                qemu_del_net_client(nc);
+            }
             release_handle(dp, dp->handles[i]);
             trace_vsriov_daemon_pool_released(id, dp->handles[i], dp->pool);
             g_free(e->owner);
@@ -623,10 +635,12 @@ static void daemon_pool_instance_init(Object *obj)
 static void daemon_pool_instance_finalize(Object *obj)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
+    VsriovPool *pool = VSRIOV_POOL(obj);
 
+    /* (unparented by now: the entries have the netdevs' ids) */
     for (uint32_t i = 0; dp->vhost_fds && i < dp->count; i++) {
-        g_autofree char *id = entry_netdev(dp, i);
-        NetClientState *nc = qemu_find_netdev(id);
+        VsriovPoolEntry *e = i < pool->entries->len ? entry(pool, i) : NULL;
+        NetClientState *nc = e ? qemu_find_netdev(e->netdev) : NULL;
 
         if (dp->vhost_fds[i] >= 0) {
             close(dp->vhost_fds[i]);

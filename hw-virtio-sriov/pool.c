@@ -95,12 +95,12 @@ static NetClientState *pool_claim(VsriovPool *pool, const char *owner,
     return NULL;
 }
 
-static void pool_release(VsriovPool *pool, NetClientState *nc)
+static void pool_release(VsriovPool *pool, const char *id)
 {
     for (guint i = 0; i < pool->entries->len; i++) {
         VsriovPoolEntry *e = pool_entry(pool, i);
 
-        if (e->owner && !strcmp(e->netdev, nc->name)) {
+        if (e->owner && !strcmp(e->netdev, id)) {
             trace_vsriov_pool_release(
                 object_get_canonical_path_component(OBJECT(pool)),
                 e->netdev, e->owner);
@@ -191,11 +191,20 @@ static void pool_complete(UserCreatable *uc, Error **errp)
     QTAILQ_INSERT_TAIL(&pools, pool, next);
 }
 
-/* A pool whose backends are held by VFs must stay until they are gone. */
+/*
+ * A pool whose backends are held by VFs must stay until they are gone, and
+ * so must a pool a virtual PF takes backends from at VF Enable.
+ */
 static bool pool_can_be_deleted(UserCreatable *uc)
 {
     VsriovPool *pool = VSRIOV_POOL(uc);
+    VsriovPF *vpf;
 
+    QTAILQ_FOREACH(vpf, vsriov_pf_list(), next) {
+        if (vpf->pool == pool) {
+            return false;
+        }
+    }
     for (guint i = 0; i < pool->entries->len; i++) {
         if (pool_entry(pool, i)->owner) {
             return false;

@@ -111,8 +111,8 @@ static int count_pa_devices(void)
 {
     NetClientState *ncs[MAX_QUEUE_NUM];
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    int n = qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER_NIC,
-                                         MAX_QUEUE_NUM);
+    int n = MIN(qemu_find_net_clients_except(NULL, ncs, NET_CLIENT_DRIVER_NIC,
+                                             MAX_QUEUE_NUM), MAX_QUEUE_NUM);
     int pa = 0;
 
     for (int i = 0; i < n; i++) {

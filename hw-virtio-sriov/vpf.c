@@ -41,6 +41,7 @@
 #include "hw/virtio/virtio-net.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
+#include "block/aio.h"
 #include "system/memory.h"
 #include "migration/blocker.h"
 #include "vsriov.h"
@@ -116,6 +117,8 @@ static void vpf_destroy_vfs(VsriovPF *vpf)
 {
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         PCIDevice *vf = vpf->vfs[i];
+        g_autofree char *backend = vpf->backends[i] ?
+                                   g_strdup(vpf->backends[i]->name) : NULL;
 
         if (vf) {
             /*
@@ -127,9 +130,8 @@ static void vpf_destroy_vfs(VsriovPF *vpf)
             }
             object_unref(OBJECT(vf));
         }
-        if (vpf->backends[i]) {
-            VSRIOV_POOL_GET_CLASS(vpf->pool)->release(vpf->pool,
-                                                      vpf->backends[i]);
+        if (backend) {
+            VSRIOV_POOL_GET_CLASS(vpf->pool)->release(vpf->pool, backend);
         }
     }
     g_free(vpf->vfs);
@@ -194,13 +196,18 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
 
 /*
  * Lazy pools: replace disabled VF @i by a new one with @backend (NULL:
- * none).  A VF without backend has nothing that can fail to realize.
+ * none).  A VF without backend has nothing that can fail to realize (a VF
+ * is not plugged through its slot: qemu-patches/0010).
  */
 static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
                            Error **errp)
 {
+    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(
+                                  &VIRTIO_PCI(vpf->vfs[i])->bus));
     PCIDevice *vf;
 
+    /* QEMU's table of default MACs knows the VF by its pool MAC */
+    n->nic_conf.macaddr = vpf->vf_pool_mac[i];
     object_unparent(OBJECT(vpf->vfs[i]));
     object_unref(OBJECT(vpf->vfs[i]));
     vf = vpf_create_vf(vpf, i, backend, errp);
@@ -221,9 +228,12 @@ static void vpf_release_disabled(VsriovPF *vpf)
         NetClientState *nc = vpf->backends[i];
 
         if (nc && !vpf->vfs[i]->enabled) {
+            /* the VF's end may free a backend that was netdev_del'ed */
+            g_autofree char *id = g_strdup(nc->name);
+
             vpf_replace_vf(vpf, i, NULL, &error_abort);
             vpf->backends[i] = NULL;
-            pc->release(vpf->pool, nc);
+            pc->release(vpf->pool, id);
         }
     }
     memory_region_transaction_commit();
@@ -256,7 +266,7 @@ static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
         if (!vpf_replace_vf(vpf, i, nc, &err)) {
             /* the VF has no backend now: give it back */
             vpf->backends[i] = NULL;
-            pc->release(vpf->pool, nc);
+            pc->release(vpf->pool, nc->name);
             break;
         }
     }
@@ -418,7 +428,12 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         vpf->vf_bar_size[r] = vpf->vfs[0]->io_regions[r].size;
     }
     if (vpf->pool->lazy) {
-        vpf->release_bh = qemu_bh_new(vpf_release_bh, vpf);
+        /*
+         * Not the main context: block layer drains in other devices' reset
+         * poll that one, and VFs must not change in the middle of a reset.
+         */
+        vpf->release_bh = aio_bh_new(iohandler_get_aio_context(),
+                                     vpf_release_bh, vpf);
         pf->exp.sriov_pf.prepare_vfs = vpf_prepare_vfs;
         pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
     }

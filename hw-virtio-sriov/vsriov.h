@@ -61,8 +61,11 @@ struct VsriovPoolClass {
      */
     NetClientState *(*claim)(VsriovPool *pool, const char *owner,
                              Error **errp);
-    /* Return a backend claimed before. */
-    void (*release)(VsriovPool *pool, NetClientState *nc);
+    /*
+     * Return the backend claimed before as netdev @id.  Called after its
+     * VF went away; the netdev may be gone too (netdev_del while in use).
+     */
+    void (*release)(VsriovPool *pool, const char *id);
     /*
      * Optional: apply a VF's administrative configuration (what the guest
      * set through the PF) to the datapath behind @nc.  Without it, the

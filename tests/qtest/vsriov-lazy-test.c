@@ -320,6 +320,41 @@ static void test_properties_fixed(void)
                      " 'value': [ 'b0' ] } }");
     g_assert(qdict_haskey(resp, "error"));
     qobject_unref(resp);
+    /* Nothing is claimed, but a PF takes from it at VF Enable: it stays. */
+    resp = qtest_qmp(qts, "{ 'execute': 'object-del',"
+                     " 'arguments': { 'id': 'p0' } }");
+    g_assert(qdict_haskey(resp, "error"));
+    qobject_unref(resp);
+    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    check_vfs(qts, 0, 0, NULL);
+    qtest_quit(qts);
+}
+
+/*
+ * VFs are made and removed while the guest may have locked the root
+ * port's slot (electromechanical interlock): that is the slot's business,
+ * not the VFs'.
+ */
+static void test_slot_interlock(void)
+{
+    QTestState *qts = start_lazy(1, "");
+    int port = QPCI_DEVFN(2, 0);
+    VsriovPcie p;
+    uint16_t cap, ctl;
+    uint8_t exp;
+
+    vsriov_pcie_init(&p, qts, 2);
+    cap = sriov_cap(&p, 1);
+    exp = vsriov_find_cap(&p, 0, port, PCI_CAP_ID_EXP);
+    ctl = vsriov_cfg_readw(&p, 0, port, exp + PCI_EXP_SLTCTL);
+    vsriov_cfg_writew(&p, 0, port, exp + PCI_EXP_SLTCTL,
+                      ctl | PCI_EXP_SLTCTL_EIC);
+    g_assert_true(vsriov_cfg_readw(&p, 0, port, exp + PCI_EXP_SLTSTA) &
+                  PCI_EXP_SLTSTA_EIS);
+    set_vfs(&p, 1, cap, 2);
+    g_assert_true(vfe(&p, 1, cap));
+    g_assert_cmpint(claimed(qts, "pf0"), ==, 2);
+    set_vfs(&p, 1, cap, 0);
     g_assert_cmpint(claimed(qts, NULL), ==, 0);
     check_vfs(qts, 0, 0, NULL);
     qtest_quit(qts);
@@ -334,5 +369,6 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/lazy/reset", test_reset_returns_backends);
     qtest_add_func("/vsriov/lazy/toggle-stress", test_toggle_stress);
     qtest_add_func("/vsriov/lazy/properties-fixed", test_properties_fixed);
+    qtest_add_func("/vsriov/lazy/slot-interlock", test_slot_interlock);
     return g_test_run();
 }
