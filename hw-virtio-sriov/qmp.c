@@ -53,7 +53,7 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
 {
     PCIDevice *vf = vpf->vfs[i];
     NetClientState *nc = vpf->backends[i];
-    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vf)->bus));
+    VirtIONet *n = vsriov_vf_net(vf);
     VsriovVFInfo *info = g_new0(VsriovVFInfo, 1);
 
     info->index = i;

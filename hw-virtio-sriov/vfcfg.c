@@ -53,7 +53,7 @@
 
 static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
 {
-    return VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vpf->vfs[i])->bus));
+    return vsriov_vf_net(vpf->vfs[i]);
 }
 
 static void config_defaults(VsriovVFConfig *c)

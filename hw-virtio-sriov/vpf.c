@@ -107,7 +107,7 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
 /* The backend a VF's NIC is attached to, or NULL. */
 static NetClientState *vpf_vf_backend(PCIDevice *vf)
 {
-    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vf)->bus));
+    VirtIONet *n = vsriov_vf_net(vf);
 
     return qemu_get_queue(n->nic)->peer;
 }
@@ -202,8 +202,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
 static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
                            Error **errp)
 {
-    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(
-                                  &VIRTIO_PCI(vpf->vfs[i])->bus));
+    VirtIONet *n = vsriov_vf_net(vpf->vfs[i]);
     PCIDevice *vf;
 
     /* QEMU's table of default MACs knows the VF by its pool MAC */

@@ -18,6 +18,8 @@
 #include "qom/object.h"
 #include "hw/pci/pci_device.h"
 #include "net/net.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-pci.h"
 
 #define TYPE_VSRIOV_POOL "vsriov-pool"
 
@@ -134,6 +136,12 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
 void vsriov_vfcfg_exit(VsriovPF *vpf);
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
+
+/* The virtio-net device of a VF (a virtio-net-pci function). */
+static inline VirtIONet *vsriov_vf_net(PCIDevice *vf)
+{
+    return VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vf)->bus));
+}
 
 /* For the QMP/HMP introspection in qmp.c. */
 typedef QTAILQ_HEAD(, VsriovPF) VsriovPFList;
