@@ -9,6 +9,12 @@
  *       READY on it and run the commands the host sends, one at a time.  Meant
  *       to be PID 1 of a test guest, so it also reaps orphans.
  *
+ *   vsriov-agent power-button
+ *       Wait for the ACPI power button's input device and power the guest
+ *       off when it is pressed (QEMU's system_powerdown: libvirt's `virsh
+ *       shutdown` and `virsh reboot`).  Started in the background by the
+ *       test guests' /init; exits quietly if the guest has no such button.
+ *
  *   vsriov-agent run --connect SOCKET [--wait SECONDS] [--pid PID]
  *                    [--timeout SECONDS] -- CMD
  *       Connect to a QEMU chardev socket behind which an agent serves (the
@@ -24,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/input.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/reboot.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -417,6 +425,61 @@ static _Noreturn void serve(const char *port_name)
 	}
 }
 
+/* The /dev/input/eventN of the input device called @name, or -1. */
+static int open_input(const char *name)
+{
+	DIR *d = opendir("/sys/class/input");
+	struct dirent *e;
+	int fd = -1;
+
+	if (!d)
+		return -1;
+	while (fd < 0 && (e = readdir(d))) {
+		char p[512], n[256] = "";
+		FILE *f;
+
+		if (strncmp(e->d_name, "event", 5))
+			continue;
+		snprintf(p, sizeof(p), "/sys/class/input/%s/device/name", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(n, sizeof(n), f))
+			n[strcspn(n, "\n")] = 0;
+		fclose(f);
+		if (!strcmp(n, name)) {
+			snprintf(p, sizeof(p), "/dev/input/%s", e->d_name);
+			fd = open(p, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	closedir(d);
+	return fd;
+}
+
+static int power_button(void)
+{
+	double deadline = now_s() + 30;
+	struct input_event ev;
+	int fd;
+
+	/* The button's driver is loaded by /init before we start: poll, bounded. */
+	while ((fd = open_input("Power Button")) < 0) {
+		if (now_s() > deadline)
+			return 0;
+		usleep(100000);
+	}
+	while (read(fd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev)) {
+		if (ev.type == EV_KEY && ev.code == KEY_POWER && ev.value == 1) {
+			fputs("vsriov-agent: power button pressed, powering off\n", stderr);
+			sync();
+			reboot(RB_POWER_OFF);
+			die("reboot(RB_POWER_OFF): %s", strerror(errno));
+		}
+	}
+	die("reading the power button: %s", strerror(errno));
+	return 1;
+}
+
 static int connect_unix(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -515,6 +578,7 @@ static int client_run(const char *path, double wait_s, pid_t qemu_pid, double ti
 static void usage(void)
 {
 	fputs("usage: vsriov-agent serve [--port-name NAME]\n"
+	      "       vsriov-agent power-button\n"
 	      "       vsriov-agent run --connect SOCKET [--wait S] [--pid PID] [--timeout S] -- CMD\n",
 	      stderr);
 	exit(2);
@@ -549,6 +613,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "serve"))
 		serve(port);
+	if (!strcmp(argv[1], "power-button"))
+		return power_button();
 	if (!strcmp(argv[1], "run") && sock && i < argc) {
 		/* The command is the rest of the arguments, joined by spaces. */
 		struct buf cmd = { 0 };

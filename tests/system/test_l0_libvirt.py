@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Level 0 with a real libvirtd (bookworm's 9.0) driving our QEMU: the
-example domain of docs/examples/vpf-domain.xml is defined and started, its
-guest enables VFs on the virtual PF, `virsh qemu-monitor-command` sees them,
-the guest reboots, the domain is destroyed and undefined, and nothing is
-left behind.  A domain whose pool names a backend that does not exist fails
-to start with QEMU's message saying so, so does the example domain on a
-QEMU without our patches (bookworm's own), and so does a domain of
-docs/examples/vpf-daemon-domain.xml whose pool the daemon does not know."""
+example domain of docs/examples/vpf-domain.xml is defined and started; the PF
+is libvirt's own <interface> on its own pcie-root-port (virsh domiflist and
+dumpxml show it, the guest finds it behind the root port) with the pool set
+by <qemu:override>; its guest enables VFs, `virsh qemu-monitor-command` sees
+them; the guest reboots from inside, by `virsh reboot` (ACPI) and by `virsh
+reset`, each time with its VFs disabled; `virsh shutdown`, start again,
+`virsh destroy` and undefine leave nothing behind.  A domain whose pool
+names a backend that does not exist fails to start with QEMU's message
+saying so, so does the example domain on a QEMU without our patches
+(bookworm's own), and so does a domain of docs/examples/vpf-daemon-domain.xml
+whose pool the daemon does not know."""
 import json
 import os
 import socket
@@ -14,6 +18,7 @@ import string
 import subprocess
 import tempfile
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -31,7 +36,7 @@ def qarg(value):
 
 
 def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None):
-    netdevs = [qarg("-netdev"), qarg("hubport,id=pfnet,hubid=0")]
+    netdevs = []
     for i, b in enumerate(backends):
         netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={i + 1}")]
     with open(TEMPLATE) as f:
@@ -72,6 +77,35 @@ def domain_exists(name):
     return virsh(f"dominfo {name}", check=False).returncode == 0
 
 
+PF_ALIAS = "ua-vsriov-pf0"          # the example's <interface> alias
+PF_MAC = "52:54:00:5a:00:00"
+
+
+def wait_booted_again(agent, agent_path, name, marker):
+    """Wait until the guest behind @agent_path has booted again (the tmpfs
+    file @marker, written before, is gone) and return a fresh connection."""
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            agent.wait_ready(max(1, deadline - time.monotonic()))
+            if not agent.run(f"test -e {marker}").ok:
+                return agent
+        except Exception:
+            pass
+        assert time.monotonic() < deadline, f"{name} did not boot again within 180 s"
+        agent.close()
+        agent = connect_agent(agent_path, name, deadline)
+
+
+def guest_pf(agent):
+    """The guest's view of the PF: (its PCI address, its parent's)."""
+    out = agent.run(f"for n in /sys/class/net/*; do [ \"$(cat $n/address)\" = {PF_MAC} ] "
+                    f"&& readlink -f $n/device/..; done; true")
+    assert out.ok and out.stdout.strip(), f"no guest NIC with MAC {PF_MAC}: {out}"
+    parts = out.stdout.strip().split("/")
+    return parts[-1], parts[-2]
+
+
 def test_libvirt_domain_with_virtual_pf(libvirtd, artifacts):
     name = "vsriov-vpf"
     if domain_exists(name):
@@ -89,31 +123,63 @@ def test_libvirt_domain_with_virtual_pf(libvirtd, artifacts):
         agent = connect_agent(agent_path, name, time.monotonic() + 60)
         agent.wait_ready(180)
 
+        # libvirt's own view: the PF is its <interface>, on its root port,
+        # and <qemu:override> gave that device the pool.
+        iflist = virsh(f"domiflist {name}").stdout
+        assert any(PF_MAC in line and "virtio" in line for line in iflist.splitlines()), iflist
+        live = ET.fromstring(virsh(f"dumpxml {name}").stdout)
+        (iface,) = live.findall("devices/interface")
+        assert iface.find("alias").get("name") == PF_ALIAS
+        assert iface.find("address").get("bus") == "0x01"
+        ports = [c for c in live.findall("devices/controller")
+                 if c.get("model") == "pcie-root-port" and c.get("index") == "1"]
+        assert len(ports) == 1, "libvirt did not keep the PF's pcie-root-port"
         (pf,) = qmp(name, "query-vsriov")
-        assert pf["id"] == "pf0" and pf["total-vfs"] == 2
-        pci = agent.run("for d in /sys/bus/pci/devices/*; do "
-                        "[ -f $d/sriov_totalvfs ] && basename $d; done").stdout.split()
-        assert len(pci) == 1
-        assert agent.run(f"echo 2 > /sys/bus/pci/devices/{pci[0]}/sriov_numvfs").ok
+        assert pf["id"] == PF_ALIAS and pf["total-vfs"] == 2 and pf["pool"] == "p0"
+
+        # The guest sees the PF behind a QEMU pcie-root-port (1b36:000c).
+        bdf, parent = guest_pf(agent)
+        assert bdf.endswith(":00.0"), bdf
+        port_id = agent.run(f"cat /sys/bus/pci/devices/{parent}/vendor "
+                            f"/sys/bus/pci/devices/{parent}/device").stdout.split()
+        assert port_id == ["0x1b36", "0x000c"], (parent, port_id)
+        assert agent.run(f"echo 2 > /sys/bus/pci/devices/{bdf}/sriov_numvfs").ok
+        vfs = agent.run(f"ls -d /sys/bus/pci/devices/{bdf}/virtfn*").stdout.split()
+        assert len(vfs) == 2, vfs
         (pf,) = qmp(name, "query-vsriov")
         assert [vf["state"] for vf in pf["vfs"]] == ["enabled", "enabled"]
-        assert "pf0" in virsh(f"qemu-monitor-command {name} --hmp 'info vsriov'").stdout
-        virsh(f"domiflist {name}")  # libvirt's own view still works
+        assert PF_ALIAS in virsh(f"qemu-monitor-command {name} --hmp 'info vsriov'").stdout
 
-        # A reboot from inside the guest: libvirt restarts it, VFs are gone.
-        agent.send("reboot -f")
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                agent.wait_ready(max(1, deadline - time.monotonic()))
-                break
-            except Exception:
-                agent.close()
-                agent = connect_agent(agent_path, name, deadline)
+        # Three ways to reboot: from inside the guest, libvirt's (ACPI power
+        # button, which libvirt turns into a reset) and a hard reset.  Each
+        # time the guest boots again with its VFs disabled, still running.
+        for how in ("guest", "virsh reboot", "virsh reset"):
+            marker = "/tmp/vsriov-booted"
+            assert agent.run(f"touch {marker}").ok
+            if how == "guest":
+                agent.send("reboot -f")
+            else:
+                virsh(f"{how.split()[1]} {name}")
+            agent = wait_booted_again(agent, agent_path, name, marker)
+            (pf,) = qmp(name, "query-vsriov")
+            assert [vf["state"] for vf in pf["vfs"]] == ["disabled", "disabled"], how
+            assert "running" in virsh(f"domstate {name}").stdout, how
+            bdf, _ = guest_pf(agent)
+            assert agent.run(f"echo 1 > /sys/bus/pci/devices/{bdf}/sriov_numvfs").ok, how
+
+        # A graceful shutdown, then a start again and a destroy.
+        agent.close()
+        agent = None
+        virsh(f"shutdown {name}")
+        deadline = time.monotonic() + 120
+        while "shut off" not in virsh(f"domstate {name}").stdout:
+            assert time.monotonic() < deadline, f"{name} did not shut off within 120 s"
+            time.sleep(0.5)
+        virsh(f"start {name}")
+        agent = connect_agent(agent_path, name, time.monotonic() + 60)
+        agent.wait_ready(180)
         (pf,) = qmp(name, "query-vsriov")
-        assert [vf["state"] for vf in pf["vfs"]] == ["disabled", "disabled"]
-        assert "running" in virsh(f"domstate {name}").stdout
-
+        assert pf["num-vfs"] == 0
         virsh(f"destroy {name}")
         assert "shut off" in virsh(f"domstate {name}").stdout
     finally:
@@ -139,7 +205,7 @@ def test_libvirt_domain_with_unknown_backend_fails_clearly(libvirtd, artifacts):
         virsh(f"define {xml}")
         res = virsh(f"start {name}", check=False)
         assert res.returncode != 0
-        assert "vsriov-pool 'p0' has no free backend for PF 'pf0'" in res.stderr, res.stderr
+        assert "vsriov-pool 'p0' has no free backend for PF 'ua-vsriov-pf0'" in res.stderr, res.stderr
     finally:
         virsh(f"undefine {name}", check=False)
 
@@ -160,7 +226,6 @@ def test_libvirt_domain_with_unknown_daemon_pool_fails_clearly(libvirtd, artifac
             name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
             emulator=paths.QEMU_BIN, console=os.path.join(artifacts, f"{name}-console.log"),
             agent_socket=os.path.join(d, "agent.sock"),
-            netdevs="\n    ".join([qarg("-netdev"), qarg("hubport,id=pfnet,hubid=0")]),
             daemon_socket=daemon.sock, daemon_pool="tenant-x", count=2)
     xml = os.path.join(artifacts, f"{name}.xml")
     with open(xml, "w") as f:
