@@ -254,7 +254,7 @@ static void drain(int fd, struct buf *b)
 static int32_t run_command(const char *cmd, uint32_t timeout_ms, struct buf *out,
 			   struct buf *err)
 {
-	int po[2], pe[2], status = 0;
+	int po[2], pe[2], status = 0, st;
 	double deadline = now_s() + timeout_ms / 1000.0;
 	pid_t pid;
 	bool exited = false;
@@ -301,9 +301,17 @@ static int32_t run_command(const char *cmd, uint32_t timeout_ms, struct buf *out
 		poll(pfd, 2, left > 0.05 ? 50 : (int)(left * 1000) + 1);
 		drain(po[0], out);
 		drain(pe[0], err);
-		r = waitpid(pid, &status, WNOHANG);
-		if (r == pid)
-			exited = true;
+		/*
+		 * As PID 1 we also reap the orphans the command leaves, while it
+		 * runs: a daemon's double-forked child (libvirtd's QEMU) is ours
+		 * once it exits, and its parent daemon waits for it to be gone.
+		 */
+		while ((r = waitpid(-1, &st, WNOHANG)) > 0) {
+			if (r == pid) {
+				status = st;
+				exited = true;
+			}
+		}
 	}
 	drain(po[0], out);
 	drain(pe[0], err);
