@@ -10,6 +10,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 from harness import paths  # noqa: E402
+from harness.agent import AgentError  # noqa: E402
 from harness.netns import NetNS  # noqa: E402
 from harness.vm import Guest, L1Host  # noqa: E402
 
@@ -60,7 +61,15 @@ def l1host(request):
     """One Level 1 emulated host per test module (boots are slow)."""
     d = _artifact_dir(request.node.nodeid + "-l1")
     host = L1Host("l1", d)
-    host.start(boot_timeout=300)
+    try:
+        host.start(boot_timeout=150)
+    except AgentError:
+        # It boots in 15-30 s.  Once (stop 12 of issue 7's notes) its kernel
+        # stalled before userspace under TCG (RCU stall: a vCPU's timer never
+        # fired, QEMU idle): boot it once more, keeping that console log.
+        shutil.copy(host.console_log, host.console_log + ".first-boot")
+        host = L1Host("l1", d)
+        host.start(boot_timeout=300)
     yield host
     host.stop()
 

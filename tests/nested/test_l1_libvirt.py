@@ -137,7 +137,7 @@ def test_daemon_pool_domain(libvirt_host):
     assert claimed_by(h, pid) == [("tenant-a", "2", str(QEMU_UID))]
     h.check(f"{VIRSH} destroy {name}", timeout=120)
     h.check(f"{VIRSH} undefine {name}")
-    assert h.run(f"pgrep -f guest={name}").stdout == ""
+    assert h.run(f"pgrep -f 'guest=[{name[0]}]{name[1:]}'").stdout == ""
 
 
 def test_daemon_pool_refusing_the_uid(libvirt_host):
@@ -196,4 +196,4 @@ def test_static_vhost_vdpa_pool_domain(libvirt_host):
     assert vfs.count('"backend":"vhost-vdpa"') == 2, vfs
     h.check(f"{VIRSH} destroy {name}", timeout=120)
     h.check(f"{VIRSH} undefine {name}")
-    assert h.run(f"pgrep -f guest={name}").stdout == ""
+    assert h.run(f"pgrep -f 'guest=[{name[0]}]{name[1:]}'").stdout == ""
