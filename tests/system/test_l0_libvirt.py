@@ -10,7 +10,8 @@ reset`, each time with its VFs disabled; `virsh shutdown`, start again,
 names a backend that does not exist fails to start with QEMU's message
 saying so, so does the example domain on a QEMU without our patches
 (bookworm's own), and so does a domain of docs/examples/vpf-daemon-domain.xml
-whose pool the daemon does not know."""
+whose pool the daemon does not know.  The user guide's annotated domain passes
+`virsh define --validate`."""
 import json
 import os
 import socket
@@ -262,5 +263,32 @@ def test_libvirt_domain_on_unpatched_qemu_fails_clearly(libvirtd, artifacts):
         assert res.returncode != 0
         assert "Parameter 'qom-type' does not accept value 'vsriov-pool'" in res.stderr, \
             res.stderr
+    finally:
+        virsh(f"undefine {name}", check=False)
+
+
+def test_user_guide_domain_xml_defines(libvirtd, artifacts):
+    """The annotated domain of docs/user-guide.md#libvirt is valid for
+    libvirt (schema and qemu namespace, `virsh define --validate`); only its
+    KVM type and emulator path are changed for this machine."""
+    with open(os.path.join(paths.SRC, "docs", "user-guide.md")) as f:
+        guide = f.read()
+    section = guide[guide.index("## libvirt\n"):]
+    xml_text = section[section.index("```xml\n<domain") + 7:]
+    xml_text = xml_text[:xml_text.index("```")]
+    root = ET.fromstring(xml_text)
+    assert root.get("type") == "kvm"
+    root.set("type", "qemu")
+    root.find("devices/emulator").text = paths.QEMU_BIN
+    name = root.find("name").text
+    xml = os.path.join(artifacts, "user-guide-domain.xml")
+    ET.register_namespace("qemu", "http://libvirt.org/schemas/domain/qemu/1.0")
+    ET.ElementTree(root).write(xml)
+    if domain_exists(name):
+        virsh(f"undefine {name}")
+    try:
+        virsh(f"define --validate {xml}")
+        live = virsh(f"dumpxml {name}").stdout
+        assert "ua-vsriov-pf0" in live and "sriov-pool" in live
     finally:
         virsh(f"undefine {name}", check=False)
