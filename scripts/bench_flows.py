@@ -101,10 +101,7 @@ def main():
     try:
         l1.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
         l1.check(L1_OVS_START, timeout=120)
-        l1.check("echo '20 1' > /sys/bus/netdevsim/new_device")
-        pf = l1.wait_until("ls /sys/bus/netdevsim/devices/netdevsim20/net/ | grep .",
-                           timeout=30).stdout.split()[0]
-        l1.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim20/max_vfs")
+        pf = l1.new_netdevsim(20)
         l1.check(f"mkdir -p /run/vpdb && cat > /tmp/vpdb.conf <<'EOF'\n{CONF.format(pf=pf)}EOF")
         l1.check(f"cat > /tmp/tools.sh <<'EOF'\n{TOOLS}EOF\nchmod +x /tmp/tools.sh")
         l1.check(f"G_MESSAGES_DEBUG=all setsid {daemon} -c /tmp/vpdb.conf > /scratch/vpdb.out "
@@ -134,10 +131,7 @@ def main():
                 _, vf, mac = line.split()
                 assert f"in_port={int(vf) + 1},dl_src={mac} actions=NORMAL" in dump, (vf, mac, dump)
         # The baseline: a second daemon, no OVS, same client and changes.
-        l1.check("echo '21 1' > /sys/bus/netdevsim/new_device")
-        pf2 = l1.wait_until("ls /sys/bus/netdevsim/devices/netdevsim21/net/ | grep .",
-                            timeout=30).stdout.split()[0]
-        l1.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim21/max_vfs")
+        pf2 = l1.new_netdevsim(21)
         l1.check(f"mkdir -p /run/vpdc && cat > /tmp/vpdc.conf <<'EOF'\n"
                  f"{BASE_CONF.format(pf=pf2)}EOF")
         l1.check(f"setsid {daemon} -c /tmp/vpdc.conf > /scratch/vpdc.out 2> /scratch/vpdc.log "

@@ -75,14 +75,6 @@ pf = {pf}
 """
 
 
-def new_netdevsim(l1, dev):
-    l1.check(f"echo '{dev} 1' > /sys/bus/netdevsim/new_device")
-    pf = l1.wait_until(f"ls /sys/bus/netdevsim/devices/netdevsim{dev}/net/ | grep .",
-                       timeout=30).stdout.split()[0]
-    l1.check(f"echo {NUM_VFS} > /sys/kernel/debug/netdevsim/netdevsim{dev}/max_vfs")
-    return pf
-
-
 def check_bridge(l1, dev):
     """Both ways end with the same OVS: 64 ports and 65 flows; then the
     bridge goes, so that every run starts from the same OVS."""
@@ -117,11 +109,11 @@ def main():
         l1.check(f"cat > /tmp/provision.sh <<'EOF'\n{SCRIPT}EOF\nchmod +x /tmp/provision.sh")
         dev = 10
         for _ in range(ROUNDS):
-            new_netdevsim(l1, dev)
+            l1.new_netdevsim(dev, max_vfs=NUM_VFS)
             res["script_s"].append(timed(l1, f"/tmp/provision.sh {dev} {NUM_VFS}"))
             check_bridge(l1, dev)
             dev += 1
-            pf = new_netdevsim(l1, dev)
+            pf = l1.new_netdevsim(dev, max_vfs=NUM_VFS)
             l1.check(f"mkdir -p /run/vpd{dev} && cat > /tmp/vpd{dev}.conf <<'EOF'\n"
                      f"{CONF.format(dev=dev, pf=pf, n=NUM_VFS)}EOF")
             # From start to READY (the line it prints when provisioned and serving).

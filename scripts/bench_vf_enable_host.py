@@ -115,10 +115,7 @@ def run_matrix(l1, devs, modes, ns, rams, tag):
 
 
 def provision(l1, daemon):
-    l1.check("echo '20 1' > /sys/bus/netdevsim/new_device")
-    pf = l1.wait_until("ls /sys/bus/netdevsim/devices/netdevsim20/net/ | grep .",
-                       timeout=30).stdout.split()[0]
-    l1.check(f"echo {NUM_VFS} > /sys/kernel/debug/netdevsim/netdevsim20/max_vfs")
+    pf = l1.new_netdevsim(20, max_vfs=NUM_VFS)
     l1.check(f"mkdir -p /run/vpdb && cat > /tmp/vpdb.conf <<'EOF'\n"
              f"{CONF.format(pf=pf, n=NUM_VFS)}EOF")
     l1.check(f"setsid {daemon} -c /tmp/vpdb.conf > /tmp/vpdb.out 2>/scratch/vpdb.log "

@@ -323,6 +323,21 @@ static int32_t run_command(const char *cmd, uint32_t timeout_ms, struct buf *out
 	return 128 + WTERMSIG(status);
 }
 
+/* The first line of the file at @path, without its newline; false if none. */
+static bool read_line(const char *path, char *line, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fgets(line, len, f) != NULL;
+	fclose(f);
+	if (ok)
+		line[strcspn(line, "\n")] = 0;
+	return ok;
+}
+
 static int find_port(const char *name, char *path, size_t pathlen)
 {
 	DIR *d = opendir("/sys/class/virtio-ports");
@@ -332,19 +347,12 @@ static int find_port(const char *name, char *path, size_t pathlen)
 	if (!d)
 		return -1;
 	while ((e = readdir(d))) {
-		char p[512], n[256] = "";
-		FILE *f;
+		char p[512], n[256];
 
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(n, sizeof(n), f))
-			n[strcspn(n, "\n")] = 0;
-		fclose(f);
-		if (!strcmp(n, name)) {
+		if (read_line(p, n, sizeof(n)) && !strcmp(n, name)) {
 			snprintf(path, pathlen, "/dev/%s", e->d_name);
 			found = 0;
 			break;
@@ -360,8 +368,7 @@ static _Noreturn void serve(const char *port_name)
 	double deadline = now_s() + 60;
 	int fd = -1;
 	struct buf ready = { 0 };
-	char hello[256], host[64] = "?";
-	FILE *f;
+	char hello[256], host[64] = "?", up[64];
 
 	/* The port appears once virtio_console has probed: poll, bounded. */
 	while (fd < 0) {
@@ -375,15 +382,10 @@ static _Noreturn void serve(const char *port_name)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	gethostname(host, sizeof(host) - 1);
-	f = fopen("/proc/uptime", "r");
-	snprintf(hello, sizeof(hello), "host=%s uptime=", host);
-	if (f) {
-		char up[64] = "";
-
-		if (fgets(up, sizeof(up), f))
-			strncat(hello, strtok(up, " "), sizeof(hello) - strlen(hello) - 1);
-		fclose(f);
-	}
+	if (!read_line("/proc/uptime", up, sizeof(up)))
+		up[0] = 0;
+	up[strcspn(up, " ")] = 0;
+	snprintf(hello, sizeof(hello), "host=%s uptime=%s", host, up);
 	ready.data = hello;
 	ready.len = strlen(hello);
 	send_frame(fd, FRAME_READY, 0, &ready, 1);
@@ -443,19 +445,12 @@ static int open_input(const char *name)
 	if (!d)
 		return -1;
 	while (fd < 0 && (e = readdir(d))) {
-		char p[512], n[256] = "";
-		FILE *f;
+		char p[512], n[256];
 
 		if (strncmp(e->d_name, "event", 5))
 			continue;
 		snprintf(p, sizeof(p), "/sys/class/input/%s/device/name", e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(n, sizeof(n), f))
-			n[strcspn(n, "\n")] = 0;
-		fclose(f);
-		if (!strcmp(n, name)) {
+		if (read_line(p, n, sizeof(n)) && !strcmp(n, name)) {
 			snprintf(p, sizeof(p), "/dev/input/%s", e->d_name);
 			fd = open(p, O_RDONLY | O_CLOEXEC);
 		}

@@ -230,6 +230,16 @@ class L1Host(Guest):
         super().__init__(name, artifacts, qemu_args=args, memory=memory, smp=smp,
                          append="vsriov.root=/dev/vda", **kw)
 
+    def new_netdevsim(self, dev_id, max_vfs=64):
+        """Create netdevsim device @dev_id with one port (the netdevsim
+        module loaded) allowing @max_vfs VFs; returns the port's netdev."""
+        self.check(f"echo '{dev_id} 1' > /sys/bus/netdevsim/new_device")
+        pf = self.wait_until(f"ls /sys/bus/netdevsim/devices/netdevsim{dev_id}/net/ | grep .",
+                             timeout=30).stdout.split()[0]
+        # netdevsim allows 4 VFs unless told otherwise (a debugfs knob).
+        self.check(f"echo {max_vfs} > /sys/kernel/debug/netdevsim/netdevsim{dev_id}/max_vfs")
+        return pf
+
     def start_l2(self, name, qemu_args=(), memory="512M", boot_timeout=600, **kw):
         return NestedGuest(self, name, qemu_args=qemu_args, memory=memory, **kw).start(
             boot_timeout)

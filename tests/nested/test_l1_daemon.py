@@ -145,11 +145,7 @@ def test_daemon_provisions_and_serves(l1host):
     daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
                                   "vdpa-pool-daemon"))
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
-    l1host.check("echo '7 1' > /sys/bus/netdevsim/new_device")
-    pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim7/net/ | grep .",
-                           timeout=30).stdout.split()[0]
-    # netdevsim allows 4 VFs unless told otherwise (a debugfs knob).
-    l1host.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim7/max_vfs")
+    pf = l1host.new_netdevsim(7)
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF.format(pf=pf)}EOF")
     l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n{CLIENT}EOF")
 
@@ -351,10 +347,7 @@ def test_daemon_ovs_ports_and_flows(l1host):
     poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
     l1host.check(L1_OVS_START, timeout=120)
-    l1host.check("echo '8 1' > /sys/bus/netdevsim/new_device")
-    pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim8/net/ | grep .",
-                           timeout=30).stdout.split()[0]
-    l1host.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim8/max_vfs")
+    pf = l1host.new_netdevsim(8)
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{OVS_CONF.format(pf=pf)}EOF")
     l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n"
                  f"{CLIENT.replace('/run/vpd/', '/run/vpd-ovs/')}EOF")

@@ -25,7 +25,7 @@ import time
 import pytest
 
 from harness import paths
-from nested.test_l1_daemon import l1_path
+from nested.test_l1_daemon import l1_path, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -85,17 +85,10 @@ def libvirt_host(l1host):
     daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
                                   "vdpa-pool-daemon"))
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
-    l1host.check("echo '3 1' > /sys/bus/netdevsim/new_device")
-    pf = l1host.wait_until("ls /sys/bus/netdevsim/devices/netdevsim3/net/ | grep .",
-                           timeout=30).stdout.split()[0]
-    l1host.check("echo 64 > /sys/kernel/debug/netdevsim/netdevsim3/max_vfs")
+    pf = l1host.new_netdevsim(3)
     l1host.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n"
                  f"{CONF.format(pf=pf, uid=QEMU_UID)}EOF")
-    l1host.check(f"setsid {daemon} -c /tmp/vpd.conf > /scratch/vpd.out 2> /scratch/vpd.log "
-                 "< /dev/null & echo $! > /tmp/vpd.pid")
-    l1host.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
-                      timeout=120)
-    assert "READY" in l1host.check("cat /scratch/vpd.out"), l1host.check("cat /scratch/vpd.log")
+    start_daemon(l1host, daemon)
     l1host.check(LIBVIRTD_START, timeout=120)
     l1host.wait_until(f"{VIRSH} list", timeout=120)
     return l1host
