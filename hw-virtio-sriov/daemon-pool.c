@@ -704,6 +704,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->claim = daemon_claim;
     pc->release = daemon_release;
     pc->configure = daemon_configure;
+    pc->unusable = NULL;    /* its backends are the daemon's, made here */
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",

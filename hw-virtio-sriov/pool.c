@@ -70,6 +70,30 @@ static unsigned pool_available(VsriovPool *pool)
     return n;
 }
 
+static char *pool_unusable(VsriovPool *pool)
+{
+    GString *why = g_string_new(NULL);
+
+    for (guint i = 0; i < pool->entries->len; i++) {
+        VsriovPoolEntry *e = pool_entry(pool, i);
+        NetClientState *nc;
+
+        if (e->owner) {
+            continue;
+        }
+        nc = qemu_find_netdev(e->netdev);
+        if (!nc) {
+            g_string_append_printf(why, "%snetdev '%s' does not exist",
+                                   why->len ? ", " : "", e->netdev);
+        } else if (nc->peer) {
+            g_string_append_printf(why, "%snetdev '%s' is used by '%s'",
+                                   why->len ? ", " : "", e->netdev,
+                                   nc->peer->name);
+        }
+    }
+    return g_string_free(why, !why->len);
+}
+
 static NetClientState *pool_claim(VsriovPool *pool, const char *owner,
                                   Error **errp)
 {
@@ -245,6 +269,7 @@ static void pool_class_init(ObjectClass *oc, const void *data)
     pc->available = pool_available;
     pc->claim = pool_claim;
     pc->release = pool_release;
+    pc->unusable = pool_unusable;
 
     object_class_property_add(oc, "netdevs", "strList",
                               pool_get_netdevs, pool_set_netdevs,

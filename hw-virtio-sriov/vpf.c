@@ -305,6 +305,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     VsriovPoolClass *pc;
     unsigned free_backends, max_fns, n;
     g_autofree char *path = NULL;
+    g_autofree char *unusable = NULL;
     VirtIODevice *vdev;
     int16_t cap_size;
 
@@ -338,6 +339,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
 
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     free_backends = pc->available(vpf->pool);
+    unusable = pc->unusable ? pc->unusable(vpf->pool) : NULL;
     max_fns = PCI_DEVFN_MAX - 1 - pf->devfn;
     if (vpf->pool->lazy) {
         /* Backends are claimed at VF Enable: the pool's size is the limit */
@@ -353,9 +355,9 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     } else if (vpf->total_vfs) {
         if (vpf->total_vfs > free_backends) {
             error_setg(errp, "sriov-totalvfs=%u but vsriov-pool '%s' has "
-                       "%u free backend(s)", vpf->total_vfs,
+                       "%u free backend(s)%s%s", vpf->total_vfs,
                        object_get_canonical_path_component(OBJECT(vpf->pool)),
-                       free_backends);
+                       free_backends, unusable ? ": " : "", unusable ?: "");
             return false;
         }
         n = vpf->total_vfs;
@@ -363,10 +365,15 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         n = free_backends;
     }
     if (!n) {
-        error_setg(errp, "vsriov-pool '%s' has no free backend for PF '%s'",
+        error_setg(errp, "vsriov-pool '%s' has no free backend for PF '%s'%s%s",
                    object_get_canonical_path_component(OBJECT(vpf->pool)),
-                   id);
+                   id, unusable ? ": " : "", unusable ?: "");
         return false;
+    }
+    if (unusable && !vpf->pool->lazy) {
+        warn_report("vsriov-pool '%s': %s; PF '%s' gets %u VF(s)",
+                    object_get_canonical_path_component(OBJECT(vpf->pool)),
+                    unusable, id, n);
     }
     if (n > max_fns) {
         error_setg(errp, "%u VFs do not fit after function %u of the bus "

@@ -76,6 +76,12 @@ struct VsriovPoolClass {
     bool (*configure)(VsriovPool *pool, NetClientState *nc,
                       const VsriovVFConfig *cfg, uint32_t changed,
                       Error **errp);
+    /*
+     * Optional: why the backends the pool names are not all usable now,
+     * e.g. "netdev 'vf9' does not exist", or NULL if they are.  Free it
+     * with g_free().
+     */
+    char *(*unusable)(VsriovPool *pool);
 };
 
 typedef struct VsriovPoolEntry {

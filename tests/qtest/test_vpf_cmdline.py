@@ -48,7 +48,7 @@ BAD = [
      "nope"),
     ("missing-netdevs-only",
      ROOT_PORT + pool(["ghost"]) + ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0"],
-     "vsriov-pool 'p0' has no free backend for PF 'pf0'"),
+     "vsriov-pool 'p0' has no free backend for PF 'pf0': netdev 'ghost' does not exist"),
     ("totalvfs-above-pool",
      ROOT_PORT + backends(2) + pool(["b0", "b1"]) +
      ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=3"],
@@ -73,6 +73,11 @@ BAD = [
      ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0",
       "-device", "virtio-net-pci,bus=rp1,id=pf1,sriov-pool=p0"],
      "vsriov-pool 'p0' has no free backend for PF 'pf1'"),
+    ("misspelt-netdevs-and-totalvfs",
+     ROOT_PORT + backends(2) + pool(["b0", "b1", "vf2", "vf3"]) +
+     ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=4"],
+     "sriov-totalvfs=4 but vsriov-pool 'p0' has 2 free backend(s): "
+     "netdev 'vf2' does not exist, netdev 'vf3' does not exist"),
     ("missing-vhost-vdpa-device",
      ROOT_PORT + ["-netdev", "vhost-vdpa,id=b0,vhostdev=/dev/vhost-vdpa-99"] + pool(["b0"]) +
      ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0"],
@@ -81,7 +86,8 @@ BAD = [
      ROOT_PORT + backends(2) + pool(["b0", "b1"]) +
      ["-device", "virtio-net-pci,netdev=b0,id=other",
       "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-totalvfs=2"],
-     "sriov-totalvfs=2 but vsriov-pool 'p0' has 1 free backend(s)"),
+     "sriov-totalvfs=2 but vsriov-pool 'p0' has 1 free backend(s): "
+     "netdev 'b0' is used by 'other'"),
     ("lazy-totalvfs-above-pool-size",
      ROOT_PORT + backends(2) + ["-object", "vsriov-pool,id=p0,lazy=on,netdevs=b0,netdevs=b1",
                                 "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,"
@@ -104,6 +110,16 @@ def test_bad_configuration_is_refused(name, args, message):
     assert p.returncode != 0, f"{name}: QEMU started:\n{p.stderr}"
     assert message in p.stderr, f"{name}: expected '{message}' in:\n{p.stderr}"
     assert "Aborted" not in p.stderr and p.returncode == 1, p.stderr
+
+
+def test_pool_naming_a_missing_netdev_starts_with_a_warning():
+    """A pool whose netdevs are not all there (a typo, most likely) gives
+    the PF the VFs it can, and says which backend is missing."""
+    p = qemu(ROOT_PORT + backends(1) + pool(["b0", "ghost"]) +
+             ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0"])
+    assert p.returncode == 0, p.stderr
+    assert ("warning: vsriov-pool 'p0': netdev 'ghost' does not exist; "
+            "PF 'pf0' gets 1 VF(s)") in p.stderr, p.stderr
 
 
 def test_two_pfs_share_a_pool():

@@ -8,7 +8,7 @@ them; the guest reboots from inside, by `virsh reboot` (ACPI) and by `virsh
 reset`, each time with its VFs disabled; `virsh shutdown`, start again,
 `virsh destroy` and undefine leave nothing behind.  A domain whose pool
 names a backend that does not exist fails to start with QEMU's message
-saying so, so does the example domain on a QEMU without our patches
+naming it, so does the example domain on a QEMU without our patches
 (bookworm's own), and so does a domain of docs/examples/vpf-daemon-domain.xml
 whose pool the daemon does not know.  The user guide's annotated domain passes
 `virsh define --validate`."""
@@ -206,7 +206,8 @@ def test_libvirt_domain_with_unknown_backend_fails_clearly(libvirtd, artifacts):
         virsh(f"define {xml}")
         res = virsh(f"start {name}", check=False)
         assert res.returncode != 0
-        assert "vsriov-pool 'p0' has no free backend for PF 'ua-vsriov-pf0'" in res.stderr, res.stderr
+        assert ("vsriov-pool 'p0' has no free backend for PF 'ua-vsriov-pf0': "
+                "netdev 'ghost' does not exist") in res.stderr, res.stderr
     finally:
         virsh(f"undefine {name}", check=False)
 
