@@ -63,11 +63,16 @@ def l1host(request):
     host = L1Host("l1", d)
     try:
         host.start(boot_timeout=150)
-    except AgentError:
+    except AgentError as e:
         # It boots in 15-30 s.  Once (stop 12 of issue 7's notes) its kernel
         # stalled before userspace under TCG (RCU stall: a vCPU's timer never
-        # fired, QEMU idle): boot it once more, keeping that console log.
-        shutil.copy(host.console_log, host.console_log + ".first-boot")
+        # fired, QEMU idle): boot it once more, keeping the first boot's
+        # logs.  Any other failure (QEMU exited, ...) is reported as it is.
+        if "agent not ready within" not in str(e):
+            raise
+        for log in (host.console_log, host.qemu_log):
+            if os.path.exists(log):
+                shutil.copy(log, log + ".first-boot")
         host = L1Host("l1", d)
         host.start(boot_timeout=300)
     yield host

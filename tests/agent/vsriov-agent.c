@@ -11,9 +11,10 @@
  *
  *   vsriov-agent power-button
  *       Wait for the ACPI power button's input device and power the guest
- *       off when it is pressed (QEMU's system_powerdown: libvirt's `virsh
- *       shutdown` and `virsh reboot`).  Started in the background by the
- *       test guests' /init; exits quietly if the guest has no such button.
+ *       off (ACPI S5) when it is pressed: QEMU's system_powerdown, which is
+ *       what `virsh shutdown` and `virsh reboot` send to a domain without a
+ *       guest agent.  Started in the background by the test guests' /init;
+ *       exits quietly if the guest has no such button.
  *
  *   vsriov-agent run --connect SOCKET [--wait SECONDS] [--pid PID]
  *                    [--timeout SECONDS] -- CMD

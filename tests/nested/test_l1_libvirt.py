@@ -17,6 +17,7 @@ sentence naming the device; with it the domain starts on them.
 
 The domains start paused: the guest side of a libvirt domain is Level 0's
 (tests/system/test_l0_libvirt.py), and a Level 2 boot takes minutes."""
+import contextlib
 import os
 import re
 import string
@@ -94,58 +95,70 @@ def libvirt_host(l1host):
     return l1host
 
 
-def claimed_by(l1host, pid):
-    """VFs the daemon's log says process @pid claimed, with its uid."""
-    log = l1host.check("cat /scratch/vpd.log")
+def wait_claimed(h, pid):
+    """The daemon's log line for process @pid's claim (it logs it once the
+    reply is sent): [(pool, count, uid)]."""
+    h.wait_until(f"grep -q 'claimed by .* (pid {pid} uid' /scratch/vpd.log", timeout=30)
     return re.findall(rf"pool '(\S+)': (\d+) VF\(s\) claimed by '\S+' \(pid {pid} uid (\d+)\)",
-                      log)
+                      h.check("cat /scratch/vpd.log"))
+
+
+@contextlib.contextmanager
+def domain(h, name, xml):
+    """Domain @name defined from @xml; destroyed and undefined at the end,
+    whatever happened, and then no QEMU of it may be left."""
+    h.check(f"cat > /tmp/{name}.xml <<'EOF'\n{xml}EOF")
+    h.check(f"{VIRSH} define /tmp/{name}.xml")
+    try:
+        yield name
+    finally:
+        h.run(f"{VIRSH} destroy {name}", timeout=120)
+        h.run(f"{VIRSH} undefine {name}")
+    assert h.run(f"{VIRSH} dominfo {name}").status != 0
+    assert h.run(f"pgrep -f 'guest=[{name[0]}]{name[1:]}'").stdout == ""
 
 
 def test_daemon_pool_domain(libvirt_host):
     h = libvirt_host
-    name = "vsriov-daemon"
-    xml = domain_xml("vpf-daemon-domain.xml", name, daemon_socket="/run/vpd/api.sock",
-                     daemon_pool="tenant-a", count=2)
-    h.check(f"cat > /tmp/{name}.xml <<'EOF'\n{xml}EOF")
-    h.check(f"{VIRSH} define /tmp/{name}.xml")
-    h.check(f"{VIRSH} start --paused {name}", timeout=600)
-    pid = h.check(f"cat /run/libvirt/qemu/{name}.pid").strip()
-    assert h.check(f"stat -c %u /proc/{pid}").strip() == str(QEMU_UID)
-    vfs = h.check(f"{VIRSH} qemu-monitor-command {name} "
-                  "'{\"execute\":\"query-vsriov\"}'")
-    assert vfs.count('"backend":"vhost-vdpa"') == 2, vfs
-    assert claimed_by(h, pid) == [("tenant-a", "2", str(QEMU_UID))]
+    xml = domain_xml("vpf-daemon-domain.xml", "vsriov-daemon",
+                     daemon_socket="/run/vpd/api.sock", daemon_pool="tenant-a", count=2)
+    with domain(h, "vsriov-daemon", xml) as name:
+        h.check(f"{VIRSH} start --paused {name}", timeout=600)
+        pid = h.check(f"cat /run/libvirt/qemu/{name}.pid").strip()
+        assert h.check(f"stat -c %u /proc/{pid}").strip() == str(QEMU_UID)
+        vfs = h.check(f"{VIRSH} qemu-monitor-command {name} "
+                      "'{\"execute\":\"query-vsriov\"}'")
+        assert vfs.count('"backend":"vhost-vdpa"') == 2, vfs
+        assert wait_claimed(h, pid) == [("tenant-a", "2", str(QEMU_UID))]
 
-    t0 = time.monotonic()
-    h.check(f"{VIRSH} destroy {name}", timeout=120)
-    destroy_s = time.monotonic() - t0
-    assert "shut off" in h.check(f"{VIRSH} domstate {name}")
-    h.wait_until(f"grep -q 'client pid {pid} went away: 2 VF(s) released' /scratch/vpd.log",
-                 timeout=30)
-    print(f"virsh destroy of a daemon-backed domain: {destroy_s:.1f} s")
+        t0 = time.monotonic()
+        h.check(f"{VIRSH} destroy {name}", timeout=120)
+        destroy_s = time.monotonic() - t0
+        assert "shut off" in h.check(f"{VIRSH} domstate {name}")
+        h.wait_until(f"grep -q 'client pid {pid} went away: 2 VF(s) released' "
+                     "/scratch/vpd.log", timeout=30)
+        print(f"virsh destroy of a daemon-backed domain: {destroy_s:.1f} s")
 
-    # The same domain again: the VFs are claimable again.
-    h.check(f"{VIRSH} start --paused {name}", timeout=600)
-    pid = h.check(f"cat /run/libvirt/qemu/{name}.pid").strip()
-    assert claimed_by(h, pid) == [("tenant-a", "2", str(QEMU_UID))]
-    h.check(f"{VIRSH} destroy {name}", timeout=120)
-    h.check(f"{VIRSH} undefine {name}")
-    assert h.run(f"pgrep -f 'guest=[{name[0]}]{name[1:]}'").stdout == ""
+        # The same domain again: the VFs are claimable again.
+        h.check(f"{VIRSH} start --paused {name}", timeout=600)
+        pid = h.check(f"cat /run/libvirt/qemu/{name}.pid").strip()
+        assert wait_claimed(h, pid) == [("tenant-a", "2", str(QEMU_UID))]
 
 
 def test_daemon_pool_refusing_the_uid(libvirt_host):
     h = libvirt_host
-    name = "vsriov-refused"
-    xml = domain_xml("vpf-daemon-domain.xml", name, daemon_socket="/run/vpd/api.sock",
-                     daemon_pool="tenant-b", count=1)
-    h.check(f"cat > /tmp/{name}.xml <<'EOF'\n{xml}EOF")
-    h.check(f"{VIRSH} define /tmp/{name}.xml")
-    res = h.run(f"{VIRSH} start --paused {name}", timeout=600)
-    assert res.status != 0
-    assert (f"vsriov-daemon-pool 'p0': the daemon refused: uid {QEMU_UID} gid {QEMU_UID} "
-            "may not claim from pool 'tenant-b'") in res.stderr, res.stderr
-    assert "shut off" in h.check(f"{VIRSH} domstate {name}")
-    h.check(f"{VIRSH} undefine {name}")
+    xml = domain_xml("vpf-daemon-domain.xml", "vsriov-refused",
+                     daemon_socket="/run/vpd/api.sock", daemon_pool="tenant-b", count=1)
+    with domain(h, "vsriov-refused", xml) as name:
+        res = h.run(f"{VIRSH} start --paused {name}", timeout=600)
+        assert res.status != 0
+        assert (f"vsriov-daemon-pool 'p0': the daemon refused: uid {QEMU_UID} "
+                f"gid {QEMU_UID} may not claim from pool 'tenant-b'") in res.stderr, res.stderr
+        assert "shut off" in h.check(f"{VIRSH} domstate {name}")
+        log = h.check("cat /scratch/vpd.log")
+        assert re.search(rf"claim of 1 VF\(s\) from pool 'tenant-b' by pid \d+ uid {QEMU_UID} "
+                         "refused", log), log
+        assert not re.search(r"pool 'tenant-b': \d+ VF\(s\) claimed", log), log
 
 
 def add_vdpa(h, name):
@@ -163,30 +176,25 @@ def test_static_vhost_vdpa_pool_domain(libvirt_host):
         netdevs += [qarg("-netdev"), qarg(f"vhost-vdpa,id=vf{i},vhostdev=/dev/{dev}")]
     xml = domain_xml("vpf-domain.xml", name, netdevs="\n    ".join(netdevs),
                      pool_netdevs="netdevs=vf0,netdevs=vf1")
-    h.check(f"cat > /tmp/{name}.xml <<'EOF'\n{xml}EOF")
-    h.check(f"{VIRSH} define /tmp/{name}.xml")
+    with domain(h, name, xml):
+        # As installed: QEMU (libvirt-qemu, private /dev) cannot open them.
+        res = h.run(f"{VIRSH} start --paused {name}", timeout=600)
+        assert res.status != 0
+        assert f"Could not open '/dev/{devs[0]}': No such file or directory" in res.stderr, \
+            res.stderr
 
-    # As installed: QEMU (libvirt-qemu, private /dev) cannot open them.
-    res = h.run(f"{VIRSH} start --paused {name}", timeout=600)
-    assert res.status != 0
-    assert f"Could not open '/dev/{devs[0]}': No such file or directory" in res.stderr, \
-        res.stderr
-
-    # The user guide's set-up: the devices in cgroup_device_acl (which also
-    # puts them into QEMU's /dev) and readable by libvirt-qemu's group.
-    acl = ", ".join(f'"/dev/{d}"' for d in devs)
-    h.check(f"chgrp libvirt-qemu {' '.join('/dev/' + d for d in devs)} && "
-            f"chmod 660 {' '.join('/dev/' + d for d in devs)} && "
-            "cat >> /etc/libvirt/qemu.conf <<'EOF'\ncgroup_device_acl = [\n"
-            '    "/dev/null", "/dev/full", "/dev/zero", "/dev/random", "/dev/urandom",\n'
-            '    "/dev/ptmx", "/dev/kvm", "/dev/userfaultfd",\n'
-            f"    {acl}\n]\nEOF\n"
-            "pkill -x libvirtd; for i in $(seq 300); do pgrep -x libvirtd >/dev/null || break; "
-            "sleep 0.1; done; libvirtd -d")
-    h.wait_until(f"{VIRSH} list", timeout=120)
-    h.check(f"{VIRSH} start --paused {name}", timeout=600)
-    vfs = h.check(f"{VIRSH} qemu-monitor-command {name} '{{\"execute\":\"query-vsriov\"}}'")
-    assert vfs.count('"backend":"vhost-vdpa"') == 2, vfs
-    h.check(f"{VIRSH} destroy {name}", timeout=120)
-    h.check(f"{VIRSH} undefine {name}")
-    assert h.run(f"pgrep -f 'guest=[{name[0]}]{name[1:]}'").stdout == ""
+        # The user guide's set-up: the devices in cgroup_device_acl (which also
+        # puts them into QEMU's /dev) and readable by libvirt-qemu's group.
+        acl = ", ".join(f'"/dev/{d}"' for d in devs)
+        h.check(f"chgrp libvirt-qemu {' '.join('/dev/' + d for d in devs)} && "
+                f"chmod 660 {' '.join('/dev/' + d for d in devs)} && "
+                "cat >> /etc/libvirt/qemu.conf <<'EOF'\ncgroup_device_acl = [\n"
+                '    "/dev/null", "/dev/full", "/dev/zero", "/dev/random", "/dev/urandom",\n'
+                '    "/dev/ptmx", "/dev/kvm", "/dev/userfaultfd",\n'
+                f"    {acl}\n]\nEOF\n"
+                "pkill -x libvirtd; for i in $(seq 300); do pgrep -x libvirtd >/dev/null || break; "
+                "sleep 0.1; done; libvirtd -d")
+        h.wait_until(f"{VIRSH} list", timeout=120)
+        h.check(f"{VIRSH} start --paused {name}", timeout=600)
+        vfs = h.check(f"{VIRSH} qemu-monitor-command {name} '{{\"execute\":\"query-vsriov\"}}'")
+        assert vfs.count('"backend":"vhost-vdpa"') == 2, vfs
