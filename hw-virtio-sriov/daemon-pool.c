@@ -71,6 +71,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
 #define VPD_A_MESSAGE       18
 
 #define VPD_TIMEOUT_S       5
+#define VPD_MAX_LATE        16  /* late answers dropped in one transact */
 
 struct VsriovDaemonPool {
     VsriovPool parent_obj;
@@ -83,6 +84,8 @@ struct VsriovDaemonPool {
     /* runtime */
     int fd;                 /* connection to the daemon */
     uint32_t seq;
+    GArray *late_handles;   /* VFs of CLAIM answers that came too late */
+    bool releasing_late;
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
     bool netdevs_created;
@@ -145,30 +148,23 @@ static GByteArray *msg_new(uint16_t type, uint32_t seq)
 }
 
 /*
- * Send @m and read the answer: its payload, and the fds that came with it
- * (at most @max_fds; more is an error).  An ERROR answer becomes @errp
- * with the daemon's sentence.
+ * Read one message from the daemon: its header into @hdr, its payload, and
+ * the fds that came with it into @fds (VPD_MAX_FDS of them at most; more is
+ * an error).  NULL with @errp set on failure, no fds left open.
  */
-static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
-                            int max_fds, int *nfds, Error **errp)
+static GByteArray *recv_answer(VsriovDaemonPool *dp, uint8_t *hdr, int *fds,
+                               int *nfds, Error **errp)
 {
+    const int max_fds = VPD_MAX_FDS;
     const char *id = object_get_canonical_path_component(OBJECT(dp));
     union {
         char buf[CMSG_SPACE(sizeof(int) * VPD_MAX_FDS)];
         struct cmsghdr align;
     } u;
-    uint8_t hdr[VPD_HEADER_SIZE];
-    g_autoptr(GByteArray) payload = NULL;
+    g_autoptr(GByteArray) payload = g_byte_array_new();
     uint32_t len, got = 0;
     int n_fds = 0;
 
-    stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
-    if (dp->fd < 0 || qemu_send_full(dp->fd, m->data, m->len) != m->len) {
-        error_setg(errp, "vsriov-daemon-pool '%s': cannot send to %s",
-                   id, dp->socket);
-        return NULL;
-    }
-    payload = g_byte_array_new();
     while (got < VPD_HEADER_SIZE + payload->len || got < VPD_HEADER_SIZE) {
         struct iovec iov;
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -225,6 +221,107 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
     }
     if (n_fds > max_fds) {
         error_setg(errp, "vsriov-daemon-pool '%s': the daemon sent more file "
+                   "descriptors than the protocol allows", id);
+        goto fail;
+    }
+    *nfds = n_fds;
+    return g_steal_pointer(&payload);
+
+fail:
+    for (int i = 0; i < MIN(n_fds, max_fds); i++) {
+        close(fds[i]);
+    }
+    return NULL;
+}
+
+static bool parse_handles(GByteArray *p, uint32_t *handles, uint32_t n);
+static void release_handle(VsriovDaemonPool *dp, uint32_t handle);
+
+/*
+ * Give back the VFs of CLAIM answers that came after their request had
+ * timed out (see transact()).  Not again from within release_handle's own
+ * transact: what that one finds is given back the next time.
+ */
+static void release_late(VsriovDaemonPool *dp)
+{
+    while (dp->late_handles->len && !dp->releasing_late) {
+        uint32_t h = g_array_index(dp->late_handles, uint32_t,
+                                   dp->late_handles->len - 1);
+
+        g_array_set_size(dp->late_handles, dp->late_handles->len - 1);
+        dp->releasing_late = true;
+        release_handle(dp, h);
+        dp->releasing_late = false;
+    }
+}
+
+/* An answer to a request that had timed out: drop it, keep its VFs' handles. */
+static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
+                             GByteArray *payload, int *fds, int n_fds)
+{
+    uint32_t handles[VPD_MAX_FDS];
+    uint32_t n = 0;
+
+    for (int i = 0; i < n_fds; i++) {
+        close(fds[i]);
+    }
+    if (lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
+        /* a CLAIM answer has one VF, and one fd, per VF */
+        while (n < VPD_MAX_FDS && parse_handles(payload, handles, n + 1)) {
+            n++;
+        }
+        parse_handles(payload, handles, n);
+        g_array_append_vals(dp->late_handles, handles, n);
+    }
+    trace_vsriov_daemon_pool_late_answer(
+        object_get_canonical_path_component(OBJECT(dp)), ldl_le_p(hdr + 8), n);
+}
+
+/*
+ * Send @m and read the answer: its payload, and the fds that came with it
+ * (at most @max_fds; more is an error).  An ERROR answer becomes @errp
+ * with the daemon's sentence.
+ *
+ * A request that timed out may still be answered later: such an answer has
+ * an older sequence number and is dropped here, its fds closed and, for a
+ * CLAIM, its VFs given back once this request has its answer.
+ */
+static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
+                            int max_fds, int *nfds, Error **errp)
+{
+    const char *id = object_get_canonical_path_component(OBJECT(dp));
+    uint32_t seq = ldl_le_p(m->data + 8);
+    uint8_t hdr[VPD_HEADER_SIZE];
+    g_autoptr(GByteArray) payload = NULL;
+    int got_fds[VPD_MAX_FDS];
+    int n_fds = 0;
+
+    stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
+    if (dp->fd < 0 || qemu_send_full(dp->fd, m->data, m->len) != m->len) {
+        error_setg(errp, "vsriov-daemon-pool '%s': cannot send to %s",
+                   id, dp->socket);
+        return NULL;
+    }
+    for (unsigned late = 0;; late++) {
+        payload = recv_answer(dp, hdr, got_fds, &n_fds, errp);
+        if (!payload) {
+            return NULL;
+        }
+        if (ldl_le_p(hdr + 8) == seq) {
+            break;
+        }
+        drop_late_answer(dp, hdr, payload, got_fds, n_fds);
+        g_clear_pointer(&payload, g_byte_array_unref);
+        n_fds = 0;
+        if (late == VPD_MAX_LATE) {
+            error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answers "
+                       "do not match the requests", id);
+            return NULL;
+        }
+    }
+    release_late(dp);       /* in step with the daemon again */
+    if (n_fds > max_fds) {
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon sent more file "
                    "descriptors than asked for", id);
         goto fail;
     }
@@ -252,12 +349,15 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
                    id, lduw_le_p(hdr + 6));
         goto fail;
     }
+    if (n_fds) {
+        memcpy(fds, got_fds, sizeof(int) * n_fds);
+    }
     *nfds = n_fds;
     return g_steal_pointer(&payload);
 
 fail:
-    for (int i = 0; i < MIN(n_fds, max_fds); i++) {
-        close(fds[i]);
+    for (int i = 0; i < n_fds; i++) {
+        close(got_fds[i]);
     }
     return NULL;
 }
@@ -630,6 +730,7 @@ static void daemon_pool_instance_init(Object *obj)
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
 
     dp->fd = -1;
+    dp->late_handles = g_array_new(false, false, sizeof(uint32_t));
 }
 
 static void daemon_pool_instance_finalize(Object *obj)
@@ -653,6 +754,7 @@ static void daemon_pool_instance_finalize(Object *obj)
     if (dp->fd >= 0) {
         close(dp->fd);
     }
+    g_array_unref(dp->late_handles);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
     g_free(dp->socket);

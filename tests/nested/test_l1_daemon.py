@@ -285,6 +285,23 @@ def lazy_daemon_pool(l1host, qemu):
         [f"/machine/peripheral/pf0/vf[{i}]" for i in range(3)], owners
     assert vfs(0) == ["vfe=0", "present=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
+    # A daemon that answers after QEMU's 5 s timeout (stopped meanwhile):
+    # VF Enable does not take.  Its late answer, which claimed a VF, is
+    # dropped by its sequence number when the next request is answered and
+    # that VF given back: the next VF Enable holds exactly its own VFs.
+    l1host.check("kill -STOP $(cat /tmp/vpd.pid)")
+    assert vfs(1) == ["vfe=0", "present=0"]
+    l1host.check("kill -CONT $(cat /tmp/vpd.pid)")
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 3", timeout=30)
+    assert vfs(2) == ["vfe=1", "present=2"]
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 2", timeout=30)
+    owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
+    assert sorted(o for o in owners if o.startswith("/machine/")) == \
+        ["/machine/peripheral/pf0/vf[0]", "/machine/peripheral/pf0/vf[1]"], owners
+    log = l1host.check("cat /scratch/qemu-lazy.log")
+    assert "did not answer within 5 s" in log, log
+    assert vfs(0) == ["vfe=0", "present=0"]
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     # Five asked, four free in the daemon: VF Enable does not take, and the
     # four it got go back.
     assert vfs(5) == ["vfe=0", "present=0"]
