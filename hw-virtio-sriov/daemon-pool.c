@@ -234,7 +234,38 @@ fail:
     return NULL;
 }
 
-static bool parse_handles(GByteArray *p, uint32_t *handles, uint32_t n);
+/*
+ * The HANDLE of each VF attribute of a CLAIM reply, in order, into
+ * @handles (@max at most): how many, or 0 if the reply is malformed.
+ */
+static uint32_t parse_handles(GByteArray *p, uint32_t *handles, uint32_t max)
+{
+    uint32_t found = 0;
+
+    for (uint32_t o = 0; o + 4 <= p->len;) {
+        uint16_t t = lduw_le_p(p->data + o);
+        uint16_t l = lduw_le_p(p->data + o + 2);
+
+        if (o + 4 + l > p->len) {
+            return 0;
+        }
+        if (t == VPD_A_VF) {
+            for (uint32_t i = o + 4; i + 8 <= o + 4 + l;) {
+                uint16_t it = lduw_le_p(p->data + i);
+                uint16_t il = lduw_le_p(p->data + i + 2);
+
+                if (it == VPD_A_HANDLE && il == 4 && found < max) {
+                    handles[found++] = ldl_le_p(p->data + i + 4);
+                    break;
+                }
+                i += 4 + ROUND_UP(il, 4);
+            }
+        }
+        o += 4 + ROUND_UP(l, 4);
+    }
+    return found;
+}
+
 static void release_handle(VsriovDaemonPool *dp, uint32_t handle);
 
 /*
@@ -267,10 +298,7 @@ static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
     }
     if (lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
         /* a CLAIM answer has one VF, and one fd, per VF */
-        while (n < VPD_MAX_FDS && parse_handles(payload, handles, n + 1)) {
-            n++;
-        }
-        parse_handles(payload, handles, n);
+        n = parse_handles(payload, handles, VPD_MAX_FDS);
         g_array_append_vals(dp->late_handles, handles, n);
     }
     trace_vsriov_daemon_pool_late_answer(
@@ -362,35 +390,6 @@ fail:
     return NULL;
 }
 
-/* The HANDLE of each VF attribute of a CLAIM reply, in order. */
-static bool parse_handles(GByteArray *p, uint32_t *handles, uint32_t n)
-{
-    uint32_t found = 0;
-
-    for (uint32_t o = 0; o + 4 <= p->len;) {
-        uint16_t t = lduw_le_p(p->data + o);
-        uint16_t l = lduw_le_p(p->data + o + 2);
-
-        if (o + 4 + l > p->len) {
-            return false;
-        }
-        if (t == VPD_A_VF) {
-            for (uint32_t i = o + 4; i + 8 <= o + 4 + l;) {
-                uint16_t it = lduw_le_p(p->data + i);
-                uint16_t il = lduw_le_p(p->data + i + 2);
-
-                if (it == VPD_A_HANDLE && il == 4 && found < n) {
-                    handles[found++] = ldl_le_p(p->data + i + 4);
-                    break;
-                }
-                i += 4 + ROUND_UP(il, 4);
-            }
-        }
-        o += 4 + ROUND_UP(l, 4);
-    }
-    return found == n;
-}
-
 /* ---- the pool ----------------------------------------------------------- */
 
 static char *entry_netdev(VsriovDaemonPool *dp, uint32_t i)
@@ -480,7 +479,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     if (!reply) {
         return NULL;
     }
-    if (!parse_handles(reply, &handle, 1)) {
+    if (parse_handles(reply, &handle, 1) != 1) {
         if (nfds) {
             close(fd);
         }
@@ -706,7 +705,8 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         }
         return;
     }
-    if (nfds != dp->count || !parse_handles(reply, dp->handles, dp->count)) {
+    if (nfds != dp->count ||
+        parse_handles(reply, dp->handles, dp->count) != dp->count) {
         for (int i = 0; i < nfds; i++) {
             close(dp->vhost_fds[i]);
             dp->vhost_fds[i] = -1;

@@ -339,7 +339,9 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
 
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     free_backends = pc->available(vpf->pool);
-    unusable = pc->unusable ? pc->unusable(vpf->pool) : NULL;
+    /* (a lazy pool's backends may come later: not checked here) */
+    unusable = !vpf->pool->lazy && pc->unusable ? pc->unusable(vpf->pool)
+                                                : NULL;
     max_fns = PCI_DEVFN_MAX - 1 - pf->devfn;
     if (vpf->pool->lazy) {
         /* Backends are claimed at VF Enable: the pool's size is the limit */
@@ -370,7 +372,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                    id, unusable ? ": " : "", unusable ?: "");
         return false;
     }
-    if (unusable && !vpf->pool->lazy) {
+    if (unusable) {
         warn_report("vsriov-pool '%s': %s; PF '%s' gets %u VF(s)",
                     object_get_canonical_path_component(OBJECT(vpf->pool)),
                     unusable, id, n);
