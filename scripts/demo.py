@@ -39,9 +39,7 @@ def main():
             "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0")
         # The guest runs the kernel with guest-kernel-patches/: it lists and
         # configures its VFs through the PF like on a physical NIC.
-        with Guest("demo", out, netns=host.name, qemu_args=args,
-                   kernel=paths.guest("vmlinuz-vfctl"),
-                   initrd=paths.guest("initramfs-vfctl.gz")) as g:
+        with Guest("demo", out, netns=host.name, qemu_args=args) as g:
             say(f"guest booted under TCG ({time.monotonic() - t0:.1f} s since start)")
             pf = g.check(FIND_PF).strip()
             total = g.check(f"cat /sys/bus/pci/devices/{pf}/sriov_totalvfs").strip()

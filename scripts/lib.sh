@@ -89,10 +89,34 @@ venv_ensure() {
 	printf '%s\n' "$req" >"$stamp"
 }
 
-# Go for sriov-cni-patch/ (standard library only: Debian's golang-go will
-# do where no newer Go is installed).
+# Go for sriov-cni-patch/ and tests/cni-flow (whose netlink library needs Go
+# >= 1.21; the upstream CNI and device plugin need 1.23): the Go project's
+# own toolchain, pinned by version and checksum, from the Go module proxy
+# (bookworm's golang-go is 1.19).  Never whatever go happens to be on PATH.
+GO_VERSION=1.24.6
+GO_ZIP_SHA256=e7f0fd16d1b06c716162a0938744bb7ebf7edbc3248d42432271a1b5c1fde1ce
+GOPROXY_URL=${GOPROXY_URL:-https://proxy.golang.org}
+GOROOT_PINNED=$VSRIOV_CACHE/go-$GO_VERSION
+
 go_ensure() {
-	command -v go >/dev/null 2>&1 || apt_ensure golang-go
+	local mod=golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-amd64 zip
+	if [ ! -x "$GOROOT_PINNED/bin/go" ]; then
+		apt_ensure unzip
+		zip=$VSRIOV_CACHE/go-$GO_VERSION.zip
+		log "downloading Go $GO_VERSION from $GOPROXY_URL"
+		curl -fsSL -o "$zip.tmp" "$GOPROXY_URL/golang.org/toolchain/@v/v0.0.1-go$GO_VERSION.linux-amd64.zip" ||
+			die "cannot download Go $GO_VERSION from $GOPROXY_URL: is the Go module proxy reachable?"
+		echo "$GO_ZIP_SHA256  $zip.tmp" | sha256sum -c --quiet ||
+			die "Go $GO_VERSION: the download's checksum differs from the pinned $GO_ZIP_SHA256"
+		rm -rf "$GOROOT_PINNED.tmp" "$GOROOT_PINNED"
+		mkdir -p "$GOROOT_PINNED.tmp"
+		unzip -q "$zip.tmp" -d "$GOROOT_PINNED.tmp" || die "cannot unpack $zip.tmp"
+		mv "$GOROOT_PINNED.tmp/$mod" "$GOROOT_PINNED"
+		rm -rf "$GOROOT_PINNED.tmp" "$zip.tmp"
+	fi
+	export PATH=$GOROOT_PINNED/bin:$PATH GOTOOLCHAIN=local
+	unset GOROOT
+	[ "$(go env GOVERSION)" = "go$GO_VERSION" ] || die "go on PATH is not the pinned go$GO_VERSION"
 }
 
 host_ensure() {

@@ -34,9 +34,9 @@ def netns():
     made = []
 
     def make(prefix="vsr"):
-        ns = NetNS(prefix).__enter__()
-        made.append(ns)
-        return ns
+        ns = NetNS(prefix)
+        made.append(ns)  # before set-up: a half-made one is removed too
+        return ns.__enter__()
     yield make
     for ns in reversed(made):
         ns.close()
@@ -88,3 +88,23 @@ def pytest_runtest_makereport(item, call):
         d = os.path.join(paths.ARTIFACTS, re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid))
         if os.path.isdir(d):
             rep.sections.append(("vsriov artifacts", f"logs of this test: {d}"))
+
+
+_suite_seconds = {}
+
+
+def pytest_runtest_logreport(report):
+    """Add each test's set-up, call and tear-down time to its suite's."""
+    suite = report.nodeid.split("/", 1)[0]
+    _suite_seconds[suite] = _suite_seconds.get(suite, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The time budget: each suite's time (CI has 90 minutes in all)."""
+    if not _suite_seconds:
+        return
+    terminalreporter.section("time per suite")
+    for suite, secs in sorted(_suite_seconds.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{suite:8s} {secs / 60:6.1f} min ({secs:.0f} s)")
+    total = sum(_suite_seconds.values())
+    terminalreporter.write_line(f"{'all':8s} {total / 60:6.1f} min ({total:.0f} s)")

@@ -15,7 +15,6 @@ import gzip
 import io
 import lzma
 import os
-import re
 import stat
 import subprocess
 import sys
@@ -144,28 +143,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", required=True)
     ap.add_argument("--kver", required=True)
-    ap.add_argument("--init")
-    ap.add_argument("--agent")
+    ap.add_argument("--init", required=True)
+    ap.add_argument("--agent", required=True)
     ap.add_argument("--modules", required=True, help="comma-separated module names")
     ap.add_argument("--extra-modules", help="folder of out-of-tree .ko files to add")
-    ap.add_argument("--kernel-tree", metavar="DIR",
-                    help="take the modules from this kernel build's object folder (a kernel "
-                         "rebuilt from the same source and configuration) instead of the "
-                         "root's /lib/modules")
-    ap.add_argument("--print-modules", action="store_true",
-                    help="print the source-relative .ko paths of the modules and their "
-                         "dependencies (what --kernel-tree needs built), and exit")
-    ap.add_argument("--out")
+    ap.add_argument("--out", required=True)
     a = ap.parse_args()
     names = [m for m in a.modules.split(",") if m]
     order = resolve_modules(a.root, a.kver, names)
-    mroot = f"{a.root}/usr/lib/modules/{a.kver}/kernel/"
-    rel = [re.sub(r"\.(xz|zst)$", "", p[len(mroot):]) for _, p in order]
-    if a.print_modules:
-        print("\n".join(rel))
-        return
-    if not (a.init and a.agent and a.out):
-        ap.error("--init, --agent and --out are required")
 
     c = Cpio()
     for d in ["bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "run", "mnt", "newroot",
@@ -189,8 +174,6 @@ def main():
     with open(a.init, "rb") as f:
         c.file("init", f.read(), 0o755)
 
-    if a.kernel_tree:
-        order = [(n, os.path.join(a.kernel_tree, r)) for (n, _), r in zip(order, rel)]
     for name, path in order:
         c.file(f"lib/modules/{name}", read_module(path))
     c.file("etc/modules.order", "".join(f"{n}\n" for n, _ in order).encode())

@@ -21,7 +21,12 @@ class NetNS:
 
     def __enter__(self):
         sh(f"ip netns add {self.name}")
-        self.run("ip link set lo up")
+        try:
+            self.run("ip link set lo up")
+        except BaseException:
+            # A set-up that fails half-way leaves nothing behind either.
+            self.close()
+            raise
         return self
 
     def run(self, cmd, check=True, timeout=60):

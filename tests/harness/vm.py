@@ -71,8 +71,10 @@ class Guest(GuestBase):
         self.qemu = qemu or paths.QEMU_BIN
         self.qemu_args = list(qemu_args)
         self.memory, self.smp, self.machine = memory, smp, machine
-        self.kernel = kernel or paths.guest("vmlinuz")
-        self.initrd = initrd or paths.guest("initramfs.gz")
+        # The test kernel (guest-kernel-patches/, small, all built in) unless
+        # a test asks for another, e.g. Debian's own (paths.DEBIAN_KERNEL).
+        self.kernel = kernel or paths.guest("vmlinuz-test")
+        self.initrd = initrd or paths.guest("initramfs-test.gz")
         self.append = append
         self.netns = netns
         self.no_reboot = no_reboot
@@ -228,6 +230,7 @@ class L1Host(Guest):
             "-virtfs", f"local,path={self.scratch},mount_tag=scratch,security_model=none",
         ] + list(qemu_args)
         super().__init__(name, artifacts, qemu_args=args, memory=memory, smp=smp,
+                         kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
                          append="vsriov.root=/dev/vda", **kw)
 
     def new_netdevsim(self, dev_id, max_vfs=64):
@@ -270,7 +273,7 @@ class NestedGuest(GuestBase):
              "-device", "virtio-serial-pci,id=vser0",
              "-chardev", f"socket,id=agent,path={self.dir}/agent.sock,server=on,wait=off",
              "-device", f"virtserialport,bus=vser0.0,chardev=agent,name={AGENT_PORT}",
-             "-kernel", "/vsriov/guest/vmlinuz", "-initrd", "/vsriov/guest/initramfs.gz",
+             "-kernel", "/vsriov/guest/vmlinuz-test", "-initrd", "/vsriov/guest/initramfs-test.gz",
              "-append", f"console=ttyS0 panic=-1 quiet loglevel=4 vsriov.hostname={self.name} "
                         f"{self.append}".strip()]
         return a + self.qemu_args

@@ -70,7 +70,8 @@ VIRSH = "virsh -c qemu:///system"
 def domain_xml(template, name, **kw):
     with open(os.path.join(paths.SRC, "docs", "examples", template)) as f:
         xml = string.Template(f.read()).substitute(
-            name=name, kernel="/vsriov/guest/vmlinuz", initrd="/vsriov/guest/initramfs.gz",
+            name=name, kernel="/vsriov/guest/vmlinuz-test",
+            initrd="/vsriov/guest/initramfs-test.gz",
             emulator=l1_path(paths.QEMU_BIN), console=f"/tmp/{name}-console.log",
             agent_socket=f"/tmp/{name}-agent.sock", **kw)
     # Small guest RAM: vhost-vdpa maps all of it, and Level 1 is emulated.

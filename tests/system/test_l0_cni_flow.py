@@ -34,8 +34,7 @@ def test_cni_add_del_in_guest(netns, guest_factory, artifacts):
     host = netns("vsr-cnf")
     host_switch(host, 2)
     g = guest_factory("cniflow", netns=host.name, qemu_args=vpf_args(2),
-                      kernel=paths.guest("vmlinuz-vfctl"),
-                      initrd=paths.guest("initramfs-vfctl.gz"), shares={"cni": share})
+                      shares={"cni": share})
     g.check("mkdir -p /mnt/cni && mount -t 9p -o trans=virtio,version=9p2000.L cni /mnt/cni")
     pf = g.check(FIND_PF).strip()
     enable_vfs(g, pf, 2)

@@ -42,7 +42,8 @@ def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None):
         netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={i + 1}")]
     with open(TEMPLATE) as f:
         return string.Template(f.read()).substitute(
-            name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
+            name=name, kernel=paths.guest("vmlinuz-test"),
+            initrd=paths.guest("initramfs-test.gz"),
             emulator=emulator or paths.QEMU_BIN,
             console=os.path.join(artifacts, f"{name}-console.log"),
             agent_socket=agent_socket, netdevs="\n    ".join(netdevs),
@@ -225,7 +226,8 @@ def test_libvirt_domain_with_unknown_daemon_pool_fails_clearly(libvirtd, artifac
         virsh(f"undefine {name}")
     with open(os.path.join(paths.SRC, "docs", "examples", "vpf-daemon-domain.xml")) as f:
         xml_text = string.Template(f.read()).substitute(
-            name=name, kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
+            name=name, kernel=paths.guest("vmlinuz-test"),
+            initrd=paths.guest("initramfs-test.gz"),
             emulator=paths.QEMU_BIN, console=os.path.join(artifacts, f"{name}-console.log"),
             agent_socket=os.path.join(d, "agent.sock"),
             daemon_socket=daemon.sock, daemon_pool="tenant-x", count=2)

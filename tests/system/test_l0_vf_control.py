@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Level 0: the guest configures its VFs through the PF (issue 5).
 
-A guest boots Debian's kernel with guest-kernel-patches/ (vmlinuz-vfctl)
-and our virtio_net.ko.  After `echo 2 > sriov_numvfs`, `ip link set <pf>
+A guest boots the test kernel (guest-kernel-patches/ built in,
+vmlinuz-test).  After `echo 2 > sriov_numvfs`, `ip link set <pf>
 vf 0 ...` sets every attribute at once; `ip -d link show <pf>` lists both
 VFs with exactly those values (VF 1 with the defaults), the VF's own
 netdev takes the new MAC, QMP reports the same, and the VF still carries
@@ -61,9 +61,7 @@ def vf_summary(vf):
 def test_vf_control_through_pf(netns, guest_factory):
     host = netns("vsr-vfc")
     host_switch(host, 2)
-    g = guest_factory("vfctl", netns=host.name, qemu_args=vpf_args(2),
-                      kernel=paths.guest("vmlinuz-vfctl"),
-                      initrd=paths.guest("initramfs-vfctl.gz"))
+    g = guest_factory("vfctl", netns=host.name, qemu_args=vpf_args(2))
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, 2)
@@ -146,7 +144,8 @@ def test_vf_control_through_pf(netns, guest_factory):
 def test_unpatched_guest_is_unaffected(netns, guest_factory):
     host = netns("vsr-vfu")
     host_switch(host, 2)
-    g = guest_factory("vfplain", netns=host.name, qemu_args=vpf_args(2))
+    g = guest_factory("vfplain", netns=host.name, qemu_args=vpf_args(2),
+                      kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"))
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, 2)

@@ -112,9 +112,39 @@ if line.startswith("reconnect"):
 """
 
 
+_harness_copy = None
+
+
+def harness_path():
+    """A folder holding harness/vpd.py that any user can read: a client run
+    as nobody must not depend on where the source tree was cloned (a clone
+    in root's home is not readable by nobody)."""
+    global _harness_copy
+    if _harness_copy is None:
+        d = tempfile.mkdtemp(prefix="vsr-harness-", dir="/tmp")
+        os.mkdir(os.path.join(d, "harness"))
+        for f in ("__init__.py", "vpd.py"):
+            shutil.copy(os.path.join(os.path.dirname(vpd.__file__), f),
+                        os.path.join(d, "harness", f))
+        for root, dirs, files in os.walk(d):
+            os.chmod(root, 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+        _harness_copy = d
+    return _harness_copy
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_harness_copy():
+    yield
+    global _harness_copy
+    if _harness_copy:
+        shutil.rmtree(_harness_copy, ignore_errors=True)
+        _harness_copy = None
+
+
 def holder(dm, pool, n, user=None):
-    code = HOLDER.format(harness=os.path.dirname(os.path.dirname(vpd.__file__)),
-                         sock=dm.sock, pool=pool, n=n)
+    code = HOLDER.format(harness=harness_path(), sock=dm.sock, pool=pool, n=n)
     p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          user=user, group=user, extra_groups=[] if user else None)
@@ -192,7 +222,7 @@ def test_unauthorised_peer_is_refused(daemon):
             "for f in (c.status, lambda: c.release(0)):\n"
             "    try: f()\n"
             "    except vpd.DaemonError as e: print(e.errno, e.message)\n"
-            % (os.path.dirname(os.path.dirname(vpd.__file__)), daemon.sock))
+            % (harness_path(), daemon.sock))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          user=NOBODY, group=NOBODY, extra_groups=[], timeout=30).stdout
     assert "1 STATUS is for root only" in out
