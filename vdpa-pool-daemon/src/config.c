@@ -189,6 +189,7 @@ static bool new_pf(struct parser *p, const char *name, GError **error)
 	p->pf->name = g_strdup(name);
 	p->pf->switchdev = true;
 	p->pf->vdpa_mgmtdev = g_strdup("auto");
+	p->pf->vduse_msg_timeout = 30;
 	p->pf->line = p->line;
 	g_ptr_array_add(p->cfg->pfs, p->pf);
 	p->section = SEC_PF;
@@ -305,6 +306,12 @@ static bool pf_key(struct parser *p, const char *key, const char *val,
 			return fail(p, error, "invalid vdpa management device '%s'", val);
 		g_free(p->pf->vdpa_mgmtdev);
 		p->pf->vdpa_mgmtdev = g_strdup(val);
+		p->pf->vduse = !strcmp(val, "vduse");
+	} else if (!strcmp(key, "vduse-msg-timeout")) {
+		if (!parse_uint(val, 3600, &v) || !v)
+			return fail(p, error, "vduse-msg-timeout must be 1 to 3600 seconds, "
+				    "not '%s'", val);
+		p->pf->vduse_msg_timeout = v;
 	} else {
 		return fail(p, error, "unknown key '%s' in [pf %s]", key, p->pf->name);
 	}
@@ -383,6 +390,20 @@ static bool check_config(struct parser *p, GError **error)
 {
 	struct vpd_config *cfg = p->cfg;
 
+	for (unsigned i = 0; i < cfg->pfs->len; i++) {
+		const struct vpd_pf *pf = cfg->pfs->pdata[i];
+
+		p->line = pf->line;
+		/* Its name is a part of device and port names, never a path. */
+		if (pf->vduse && strpbrk(pf->name, ":/"))
+			return fail(p, error, "[pf %s] with vdpa-mgmtdev = vduse: the name is a "
+				    "label (A-Z a-z 0-9 . _ -), not a netdev or PCI address",
+				    pf->name);
+		if (pf->vduse && !cfg->ovs_bridge)
+			return fail(p, error, "[pf %s] with vdpa-mgmtdev = vduse needs "
+				    "ovs-bridge in [daemon]: OVS-DPDK serves its VDUSE devices",
+				    pf->name);
+	}
 	for (unsigned i = 0; i < cfg->pools->len; i++) {
 		struct vpd_pool *pool = cfg->pools->pdata[i];
 		const char *pf_name = p->pool_pf_names->pdata[i];
@@ -531,4 +552,12 @@ bool vpd_pool_allows(const struct vpd_pool *pool, uid_t uid, gid_t gid)
 		if (g_array_index(pool->allow_gids, uint32_t, i) == gid)
 			return true;
 	return false;
+}
+
+char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf)
+{
+	g_autofree char *name = g_strdup(pf->name);
+
+	g_strdelimit(name, "/:.", '-');
+	return g_strdup_printf("vpd-%s-%u", name, vf);
 }

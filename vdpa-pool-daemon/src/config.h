@@ -24,10 +24,17 @@ enum vpd_mac_policy {
 };
 
 struct vpd_pf {
-	char *name;          /* netdev name, or pci/<address> */
+	char *name;          /* netdev name, or pci/<address>; a label when vduse */
 	unsigned num_vfs;
 	bool switchdev;
 	char *vdpa_mgmtdev;  /* "auto": pci/<vf>; else a management device name */
+	/*
+	 * vdpa-mgmtdev = vduse: no NIC; each VF is a VDUSE device that
+	 * OVS-DPDK serves (a dpdkvhostuserclient port on /dev/vduse/NAME,
+	 * which is also the VF's switch port).
+	 */
+	bool vduse;
+	unsigned vduse_msg_timeout;  /* seconds, /sys/class/vduse/NAME/msg_timeout */
 	unsigned line;
 };
 
@@ -55,6 +62,12 @@ struct vpd_config {
 	GPtrArray *pfs;              /* struct vpd_pf * */
 	GPtrArray *pools;            /* struct vpd_pool * */
 };
+
+/*
+ * The vDPA device name of VF vf of pf, vpd-PF-VF (also its VDUSE device's
+ * and, for VDUSE PFs, its OVS port's name).
+ */
+char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf);
 
 struct vpd_config *vpd_config_parse(const char *text, const char *filename,
 				    GError **error);

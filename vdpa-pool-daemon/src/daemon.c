@@ -9,7 +9,8 @@
  * At start: load and check the configuration, provision (VFs, switchdev,
  * one vDPA device per pooled VF bound to vhost_vdpa; idempotent), restore
  * the claims of the state file, make OVS hold each VF's port and flows as
- * the claims say (when ovs-bridge is configured), then serve the API socket
+ * the claims say (when ovs-bridge is configured; VDUSE PFs get their vDPA
+ * devices only then, once OVS-DPDK has made them), then serve the API socket
  * until SIGTERM or SIGINT.  Stopping does not release claims: VFs in use keep their data
  * plane, and a restarted daemon gives each claim back to its process.
  *
@@ -129,6 +130,15 @@ int main(int argc, char **argv)
 		ovs = vpd_ovs_new(cfg, &err);
 		if (!ovs || !vpd_ovs_sync(ovs, pools, &err)) {
 			fprintf(stderr, "vdpa-pool-daemon: OVS: %s\n", err->message);
+			vpd_ovs_free(ovs);
+			vpd_state_close(state);
+			vpd_provision_free(prov);
+			return 1;
+		}
+		/* VDUSE devices exist once OVS-DPDK holds their ports. */
+		if (!vpd_provision_vduse(prov, pools, &err)) {
+			fprintf(stderr, "vdpa-pool-daemon: provisioning failed: %s\n",
+				err->message);
 			vpd_ovs_free(ovs);
 			vpd_state_close(state);
 			vpd_provision_free(prov);

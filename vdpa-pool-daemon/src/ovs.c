@@ -747,11 +747,24 @@ static bool set_up(const char *ifname, GError **error)
 /* Each pooled VF of pf gets its representor's name in e->rep. */
 static bool find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **error)
 {
-	g_autofree char *sw = pf_switch_id(pf, error);
+	g_autofree char *sw = NULL;
 	g_autoptr(GPtrArray) rep = g_ptr_array_new_with_free_func(g_free);
 	gint64 deadline = g_get_monotonic_time() + IO_TIMEOUT_MS * 1000ll;
 	unsigned missing;
 
+	if (pf->vduse) {
+		/* The OVS port is the VF's own switch port, named as its device. */
+		for (unsigned i = 0; i < pools->entries->len; i++) {
+			struct vpd_entry *e = pools->entries->pdata[i];
+
+			if (e->pool->pf == pf) {
+				g_free(e->rep);
+				e->rep = vpd_vdpa_dev_name(pf, e->vf);
+			}
+		}
+		return true;
+	}
+	sw = pf_switch_id(pf, error);
 	if (!sw)
 		return false;
 	g_ptr_array_set_size(rep, pf->num_vfs);
@@ -930,17 +943,31 @@ void vpd_ovs_free(struct vpd_ovs *o)
 	g_free(o);
 }
 
-/* The bridge (made if missing, as ovs-vsctl add-br would) in secure mode. */
+/* Whether a [pf] is served by OVS-DPDK (its VFs are VDUSE devices). */
+static bool any_vduse(const struct vpd_config *cfg)
+{
+	for (unsigned i = 0; i < cfg->pfs->len; i++)
+		if (((const struct vpd_pf *)cfg->pfs->pdata[i])->vduse)
+			return true;
+	return false;
+}
+
+/*
+ * The bridge (made if missing, as ovs-vsctl add-br would) in secure mode;
+ * in OVS's userspace datapath (datapath_type netdev) when VDUSE PFs need
+ * OVS-DPDK.
+ */
 static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 {
 	const char *br = o->cfg->ovs_bridge;
+	bool netdev = any_vduse(o->cfg);
 	g_autoptr(GString) ops = g_string_new(NULL);
 	g_autoptr(vpd_json) res = NULL;
 	const struct vpd_json *rows;
 
 	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Bridge\",");
 	where_name(ops, br);
-	g_string_append(ops, ",\"columns\":[\"name\",\"protocols\"]},"
+	g_string_append(ops, ",\"columns\":[\"name\",\"protocols\",\"datapath_type\"]},"
 			"{\"op\":\"select\",\"table\":\"Open_vSwitch\",\"where\":[],"
 			"\"columns\":[\"_uuid\"]}");
 	res = db_transact(o, ops->str, error);
@@ -959,8 +986,9 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		g_string_append(ops, ",\"interfaces\":[\"named-uuid\",\"i\"]},\"uuid-name\":\"p\"},"
 				"{\"op\":\"insert\",\"table\":\"Bridge\",\"row\":{\"name\":");
 		vpd_json_put_str(ops, br);
-		g_string_append(ops, ",\"ports\":[\"named-uuid\",\"p\"],\"fail_mode\":\"secure\","
-				"\"protocols\":[\"set\",[\"OpenFlow10\",\"OpenFlow13\",\"OpenFlow14\"]]},"
+		g_string_append_printf(ops, ",\"ports\":[\"named-uuid\",\"p\"],\"fail_mode\":\"secure\","
+				       "\"datapath_type\":\"%s\",", netdev ? "netdev" : "");
+		g_string_append(ops, "\"protocols\":[\"set\",[\"OpenFlow10\",\"OpenFlow13\",\"OpenFlow14\"]]},"
 				"\"uuid-name\":\"b\"},"
 				"{\"op\":\"mutate\",\"table\":\"Open_vSwitch\",\"where\":[],"
 				"\"mutations\":[[\"bridges\",\"insert\",[\"named-uuid\",\"b\"]]]}");
@@ -972,6 +1000,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		 * allows 1.0 to 1.5, and the list is left alone).
 		 */
 		const struct vpd_json *proto = vpd_json_get(vpd_json_at(rows, 0), "protocols");
+		const struct vpd_json *dp = vpd_json_get(vpd_json_at(rows, 0), "datapath_type");
 		const struct vpd_json *set = vpd_json_at(proto, 1);
 		bool has14 = proto && proto->type == VPD_JSON_STRING &&
 			     !strcmp(proto->str, "OpenFlow14");
@@ -982,6 +1011,10 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 
 			has14 |= v && v->type == VPD_JSON_STRING && !strcmp(v->str, "OpenFlow14");
 		}
+		if (netdev && (!dp || dp->type != VPD_JSON_STRING || strcmp(dp->str, "netdev")))
+			return fail(error, "OVS: bridge %s has datapath_type '%s', but VDUSE PFs "
+				    "need OVS-DPDK's userspace datapath (datapath_type=netdev)", br,
+				    dp && dp->type == VPD_JSON_STRING ? dp->str : "?");
 		g_string_append(ops, "{\"op\":\"update\",\"table\":\"Bridge\",");
 		where_name(ops, br);
 		g_string_append(ops, ",\"row\":{\"fail_mode\":\"secure\"}}");
@@ -1091,6 +1124,19 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 		g_string_append(ops, "{\"op\":\"insert\",\"table\":\"Interface\",\"row\":{\"name\":");
 		vpd_json_put_str(ops, e->rep);
 		g_string_append_c(ops, ',');
+		if (e->pool->pf->vduse) {
+			/*
+			 * OVS-DPDK makes the VDUSE device for a vhost-user client
+			 * port on /dev/vduse/NAME.  One queue pair: VDUSE refuses
+			 * the control queue that more would need.
+			 */
+			g_autofree char *path = g_strdup_printf("/dev/vduse/%s", e->rep);
+
+			g_string_append(ops, "\"type\":\"dpdkvhostuserclient\","
+					"\"options\":[\"map\",[[\"vhost-server-path\",");
+			vpd_json_put_str(ops, path);
+			g_string_append(ops, "],[\"vhost-max-queue-pairs\",\"1\"]]],");
+		}
 		interface_columns(ops, e, ofport);
 		g_string_append_printf(ops, "},\"uuid-name\":\"i%u\"},"
 				       "{\"op\":\"insert\",\"table\":\"Port\",\"row\":{\"name\":",

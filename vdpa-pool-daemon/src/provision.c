@@ -35,14 +35,6 @@ static bool fail(GError **error, const char *fmt, ...)
 	return false;
 }
 
-char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf)
-{
-	g_autofree char *name = g_strdup(pf->name);
-
-	g_strdelimit(name, "/:.", '-');
-	return g_strdup_printf("vpd-%s-%u", name, vf);
-}
-
 struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **error)
 {
 	struct vpd_provision *p = g_new0(struct vpd_provision, 1);
@@ -164,7 +156,7 @@ struct nl_msg *vpd_msg_vdpa_dev_new(int family, const char *mgmtdev, const char 
 		ok = nla_put_string(msg, VDPA_ATTR_MGMTDEV_DEV_NAME, mgmtdev) >= 0;
 	}
 	ok = ok && nla_put_string(msg, VDPA_ATTR_DEV_NAME, name) >= 0 &&
-	     nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, mac) >= 0;
+	     (!mac || nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, mac) >= 0);
 	if (!ok) {
 		nlmsg_free(msg);
 		return NULL;
@@ -337,9 +329,12 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError 
 {
 	for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
 		const struct vpd_pf *pf = p->cfg->pfs->pdata[i];
-		g_autofree char *devdir = pf_device_dir(pf, error);
+		g_autofree char *devdir = NULL;
 		unsigned n = 0;
 
+		if (pf->vduse)
+			continue;   /* vpd_provision_vduse(), once OVS has the ports */
+		devdir = pf_device_dir(pf, error);
 		if (!devdir)
 			return false;
 		if (pf->switchdev && !ensure_switchdev(p, pf, devdir, error))
@@ -356,6 +351,87 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError 
 			n++;
 		}
 		g_message("PF %s: %u pooled VF(s) with vDPA devices", pf->name, n);
+	}
+	return true;
+}
+
+/* ---- VDUSE devices served by OVS-DPDK ------------------------------------ */
+
+/*
+ * The VDUSE device that OVS-DPDK made for e's port: wait for it (a port
+ * that was just added takes ovs-vswitchd a moment), give it the PF's
+ * message timeout, and add the vDPA device on it.  Until OVS-DPDK has set
+ * up every virtqueue the kernel refuses the vDPA device with EINVAL: that
+ * is retried until the deadline.
+ */
+static bool ensure_vduse_dev(struct vpd_provision *p, const struct vpd_pf *pf,
+			     struct vpd_entry *e, GError **error)
+{
+	g_autofree char *name = vpd_vdpa_dev_name(pf, e->vf);
+	g_autofree char *sys = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
+	g_autofree char *ctl = g_strdup_printf("/sys/class/vduse/%s", name);
+	g_autofree char *timeout = g_strdup_printf("%s/msg_timeout", ctl);
+	g_autofree char *secs = g_strdup_printf("%u", pf->vduse_msg_timeout);
+	gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+	int err = 0;
+
+	while (!g_file_test(ctl, G_FILE_TEST_EXISTS)) {
+		if (g_get_monotonic_time() > deadline)
+			return fail(error, "PF %s VF %u: OVS did not make the VDUSE device %s "
+				    "within 30 s (is ovs-vswitchd running with DPDK, and the "
+				    "vduse module loaded? see the port's Interface error)",
+				    pf->name, e->vf, ctl);
+		g_usleep(10000);
+	}
+	if (!g_file_test(sys, G_FILE_TEST_EXISTS)) {
+		/* A device in use keeps its timeout: it is set before the vDPA device. */
+		if (!write_str(timeout, secs, error))
+			return false;
+		for (;;) {
+			struct nl_msg *msg = vpd_msg_vdpa_dev_new(p->vdpa_family, "vduse", name,
+								  NULL);
+
+			if (!msg)
+				return fail(error, "out of memory");
+			err = transact(p, msg);
+			if (err != -NLE_INVAL || g_get_monotonic_time() > deadline)
+				break;
+			g_usleep(10000);
+		}
+		if (err < 0)
+			return fail(error, "PF %s VF %u: vdpa dev add name %s mgmtdev vduse: %s",
+				    pf->name, e->vf, name, nl_geterror(err));
+	}
+	if (!bind_vhost_vdpa(name, error))
+		return false;
+	g_free(e->vhost_path);
+	e->vhost_path = vhost_path(name, error);
+	if (!e->vhost_path)
+		return false;
+	g_free(e->vdpa_dev);
+	e->vdpa_dev = g_steal_pointer(&name);
+	return true;
+}
+
+bool vpd_provision_vduse(struct vpd_provision *p, struct vpd_pools *pools, GError **error)
+{
+	for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
+		const struct vpd_pf *pf = p->cfg->pfs->pdata[i];
+		unsigned n = 0;
+
+		if (!pf->vduse)
+			continue;
+		for (unsigned j = 0; j < pools->entries->len; j++) {
+			struct vpd_entry *e = pools->entries->pdata[j];
+
+			if (e->pool->pf != pf)
+				continue;
+			if (!ensure_vduse_dev(p, pf, e, error))
+				return false;
+			n++;
+		}
+		g_message("PF %s: %u pooled VF(s) on VDUSE devices served by OVS-DPDK", pf->name,
+			  n);
 	}
 	return true;
 }

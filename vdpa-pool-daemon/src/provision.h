@@ -22,14 +22,19 @@ struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **e
 bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error);
 void vpd_provision_free(struct vpd_provision *p);
 
-/* The vDPA device name of VF vf of pf (also used by tests and the CLI). */
-char *vpd_vdpa_dev_name(const struct vpd_pf *pf, unsigned vf);
+/*
+ * VDUSE PFs (vdpa-mgmtdev = vduse), once OVS holds their ports (OVS-DPDK
+ * then has made each /dev/vduse/NAME): one vDPA device per pooled VF on
+ * the VDUSE device of the same name, bound to vhost_vdpa.  Idempotent.
+ * vpd_provision_run() leaves these PFs alone.
+ */
+bool vpd_provision_vduse(struct vpd_provision *p, struct vpd_pools *pools, GError **error);
 
 /*
  * The generic netlink requests provisioning sends (NULL when out of
  * memory).  eswitch: DEVLINK_CMD_ESWITCH_GET (mode < 0) or _SET to mode.
  * vdpa_dev_new: mgmtdev is "bus/dev" (pci/0000:03:00.2) or a bare name
- * (vdpasim_net).
+ * (vdpasim_net); mac NULL sends none (VDUSE devices take no attribute).
  */
 struct nl_msg;
 struct nl_msg *vpd_msg_eswitch(int family, uint8_t cmd, const char *bus, const char *dev,

@@ -143,6 +143,15 @@ static const struct bad_case bad_cases[] = {
 	{ "duplicate-pool", "[pf a]\nnum-vfs = 1\n[pool p]\npf = a\n[pool p]\n",
 	  "bad.conf:5: pool 'p' is already defined at line 3" },
 	{ "not-utf8", "[daemon]\nsocket = /\xff\n", "bad.conf:2: not valid UTF-8" },
+	{ "vduse-without-ovs", "[pf sw0]\nnum-vfs = 2\nvdpa-mgmtdev = vduse\n",
+	  "bad.conf:1: [pf sw0] with vdpa-mgmtdev = vduse needs ovs-bridge in [daemon]: "
+	  "OVS-DPDK serves its VDUSE devices" },
+	{ "vduse-pci-name",
+	  "[daemon]\novs-bridge = br0\n[pf pci/0000:03:00.0]\nvdpa-mgmtdev = vduse\n",
+	  "bad.conf:3: [pf pci/0000:03:00.0] with vdpa-mgmtdev = vduse: the name is a label "
+	  "(A-Z a-z 0-9 . _ -), not a netdev or PCI address" },
+	{ "vduse-timeout", "[pf sw0]\nvduse-msg-timeout = 0\n",
+	  "bad.conf:2: vduse-msg-timeout must be 1 to 3600 seconds, not '0'" },
 };
 
 static void test_bad_file(gconstpointer data)
@@ -154,6 +163,29 @@ static void test_bad_file(gconstpointer data)
 	g_assert_null(cfg);
 	g_assert_error(err, VPD_CONFIG_ERROR, 0);
 	g_assert_cmpstr(err->message, ==, c->error);
+}
+
+/* A software PF: VDUSE devices that OVS-DPDK serves. */
+static void test_vduse_pf(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = vpd_config_parse(
+		"[daemon]\novs-bridge = br0\n"
+		"[pf sw0]\nnum-vfs = 4\nvdpa-mgmtdev = vduse\nvduse-msg-timeout = 120\n"
+		"[pf eni0]\nnum-vfs = 1\n"
+		"[pool a]\npf = sw0\n", "v.conf", &err);
+	const struct vpd_pf *sw, *eni;
+	g_autofree char *name = NULL;
+
+	g_assert_no_error(err);
+	sw = cfg->pfs->pdata[0];
+	eni = cfg->pfs->pdata[1];
+	g_assert_true(sw->vduse);
+	g_assert_cmpuint(sw->vduse_msg_timeout, ==, 120);
+	g_assert_false(eni->vduse);
+	g_assert_cmpuint(eni->vduse_msg_timeout, ==, 30);
+	name = vpd_vdpa_dev_name(sw, 3);
+	g_assert_cmpstr(name, ==, "vpd-sw0-3");
 }
 
 static void test_load_file(void)
@@ -185,6 +217,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/config/good", test_good_file);
 	g_test_add_func("/config/load", test_load_file);
+	g_test_add_func("/config/vduse", test_vduse_pf);
 	for (unsigned i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/config/bad/%s", bad_cases[i].name);
 

@@ -81,6 +81,14 @@ static void test_vdpa_dev_new(void)
 	g_assert_cmpstr(nla_get_string(tb[VDPA_ATTR_MGMTDEV_DEV_NAME]), ==, "vdpasim_net");
 	g_assert_cmpstr(nla_get_string(tb[VDPA_ATTR_DEV_NAME]), ==, "vpd-eni0np1-3");
 	nlmsg_free(msg);
+
+	/* VDUSE takes no device attribute: the MAC is left out. */
+	msg = vpd_msg_vdpa_dev_new(FAMILY, "vduse", "vpd-sw0-1", NULL);
+	parse(msg, tb, VDPA_ATTR_MAX);
+	g_assert_cmpstr(nla_get_string(tb[VDPA_ATTR_MGMTDEV_DEV_NAME]), ==, "vduse");
+	g_assert_cmpstr(nla_get_string(tb[VDPA_ATTR_DEV_NAME]), ==, "vpd-sw0-1");
+	g_assert_null(tb[VDPA_ATTR_DEV_NET_CFG_MACADDR]);
+	nlmsg_free(msg);
 }
 
 static void test_dev_name(void)
