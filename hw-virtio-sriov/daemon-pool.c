@@ -88,6 +88,7 @@ struct VsriovDaemonPool {
     bool releasing_late;
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
+    MACAddr *macs;          /* the daemon's MAC of each VF (zero: none) */
     bool netdevs_created;
 };
 
@@ -236,9 +237,11 @@ fail:
 
 /*
  * The HANDLE of each VF attribute of a CLAIM reply, in order, into
- * @handles (@max at most): how many, or 0 if the reply is malformed.
+ * @handles (@max at most), and its MAC into @macs unless NULL (all zero if
+ * it has none): how many, or 0 if the reply is malformed.
  */
-static uint32_t parse_handles(GByteArray *p, uint32_t *handles, uint32_t max)
+static uint32_t parse_handles(GByteArray *p, uint32_t *handles, MACAddr *macs,
+                              uint32_t max)
 {
     uint32_t found = 0;
 
@@ -249,17 +252,28 @@ static uint32_t parse_handles(GByteArray *p, uint32_t *handles, uint32_t max)
         if (o + 4 + l > p->len) {
             return 0;
         }
-        if (t == VPD_A_VF) {
-            for (uint32_t i = o + 4; i + 8 <= o + 4 + l;) {
+        if (t == VPD_A_VF && found < max) {
+            bool has_handle = false;
+
+            if (macs) {
+                memset(&macs[found], 0, sizeof(macs[found]));
+            }
+            for (uint32_t i = o + 4; i + 4 <= o + 4 + l;) {
                 uint16_t it = lduw_le_p(p->data + i);
                 uint16_t il = lduw_le_p(p->data + i + 2);
 
-                if (it == VPD_A_HANDLE && il == 4 && found < max) {
-                    handles[found++] = ldl_le_p(p->data + i + 4);
+                if (i + 4 + il > o + 4 + l) {
                     break;
+                }
+                if (it == VPD_A_HANDLE && il == 4) {
+                    handles[found] = ldl_le_p(p->data + i + 4);
+                    has_handle = true;
+                } else if (it == VPD_A_MAC && il == 6 && macs) {
+                    memcpy(macs[found].a, p->data + i + 4, 6);
                 }
                 i += 4 + ROUND_UP(il, 4);
             }
+            found += has_handle;
         }
         o += 4 + ROUND_UP(l, 4);
     }
@@ -298,7 +312,7 @@ static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
     }
     if (lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
         /* a CLAIM answer has one VF, and one fd, per VF */
-        n = parse_handles(payload, handles, VPD_MAX_FDS);
+        n = parse_handles(payload, handles, NULL, VPD_MAX_FDS);
         g_array_append_vals(dp->late_handles, handles, n);
     }
     trace_vsriov_daemon_pool_late_answer(
@@ -460,6 +474,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     g_autofree char *fd_str = NULL;
     NetClientState *nc;
     uint32_t handle;
+    MACAddr mac;
     int fd = -1, nfds = 0;
     guint i;
 
@@ -479,7 +494,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     if (!reply) {
         return NULL;
     }
-    if (parse_handles(reply, &handle, 1) != 1) {
+    if (parse_handles(reply, &handle, &mac, 1) != 1) {
         if (nfds) {
             close(fd);
         }
@@ -520,6 +535,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
         return NULL;
     }
     dp->handles[i] = handle;
+    dp->macs[i] = mac;
     entry(pool, i)->owner = g_strdup(owner);
     trace_vsriov_pool_claim(id, netdev, owner);
     return nc;
@@ -584,6 +600,27 @@ static void daemon_release(VsriovPool *pool, const char *netdev)
             return;
         }
     }
+}
+
+/* The daemon's MAC for its VF: what a VDUSE device cannot carry itself. */
+static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
+                               MACAddr *mac)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    static const MACAddr zero;
+
+    for (uint32_t i = 0; dp->macs && i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+
+        if (!strcmp(id, netdev)) {
+            if (!memcmp(&dp->macs[i], &zero, sizeof(zero))) {
+                return false;
+            }
+            *mac = dp->macs[i];
+            return true;
+        }
+    }
+    return false;
 }
 
 static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
@@ -679,6 +716,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         /* VFs are claimed one by one when the guest enables them. */
         dp->vhost_fds = g_new(int, dp->count);
         dp->handles = g_new0(uint32_t, dp->count);
+        dp->macs = g_new0(MACAddr, dp->count);
         for (uint32_t i = 0; i < dp->count; i++) {
             VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
 
@@ -698,6 +736,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         dp->vhost_fds[i] = -1;
     }
     dp->handles = g_new0(uint32_t, dp->count);
+    dp->macs = g_new0(MACAddr, dp->count);
     reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
     if (!reply) {
         for (uint32_t i = 0; i < dp->count; i++) {
@@ -706,7 +745,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         return;
     }
     if (nfds != dp->count ||
-        parse_handles(reply, dp->handles, dp->count) != dp->count) {
+        parse_handles(reply, dp->handles, dp->macs, dp->count) != dp->count) {
         for (int i = 0; i < nfds; i++) {
             close(dp->vhost_fds[i]);
             dp->vhost_fds[i] = -1;
@@ -757,6 +796,7 @@ static void daemon_pool_instance_finalize(Object *obj)
     g_array_unref(dp->late_handles);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
+    g_free(dp->macs);
     g_free(dp->socket);
     g_free(dp->pool);
 }
@@ -806,6 +846,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->claim = daemon_claim;
     pc->release = daemon_release;
     pc->configure = daemon_configure;
+    pc->backend_mac = daemon_backend_mac;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);

@@ -175,7 +175,10 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     }
     vpf->vfcfg[i] = def;
     if (old.mac_set) {
-        vf_apply_mac(vpf, i, vpf->vf_pool_mac[i].a);
+        MACAddr mac;
+
+        vsriov_vf_default_mac(vpf, i, &mac);
+        vf_apply_mac(vpf, i, mac.a);
     }
     if (old.link_state != VSRIOV_VFCFG_LINK_AUTO) {
         vf_apply_link(vpf, i);

@@ -141,6 +141,22 @@ static void vpf_destroy_vfs(VsriovPF *vpf)
     vpf->num_vfs = 0;
 }
 
+/* The MAC the pool's provider gave @backend, if it gave one. */
+static bool provider_mac(VsriovPF *vpf, NetClientState *backend,
+                         MACAddr *mac)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
+    return pc->backend_mac && pc->backend_mac(vpf->pool, backend->name, mac);
+}
+
+void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac)
+{
+    if (!vpf->backends[i] || !provider_mac(vpf, vpf->backends[i], mac)) {
+        *mac = vpf->vf_pool_mac[i];
+    }
+}
+
 /*
  * Create and realize VF @index with @backend (NULL: none).  Once the PF's
  * SR-IOV capability exists (a lazy pool's VF made at VF Enable), the VF
@@ -153,6 +169,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
     PCIDevice *vf = pci_new(pf->devfn + 1 + index, "virtio-net-pci");
     g_autofree char *name = g_strdup_printf("vf[%u]", index);
     bool late = vpf->sriov_cap;
+    MACAddr mac;
 
     if (backend && !vsriov_check_backend_memory(backend, errp)) {
         object_unref(OBJECT(vf));
@@ -169,6 +186,10 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
         qdev_prop_set_macaddr(DEVICE(vf), "mac", vpf->vf_pool_mac[index].a);
         /* It appears through VF Enable (which resets it), not hot-plug. */
         DEVICE(vf)->hotplugged = false;
+    }
+    if (backend && provider_mac(vpf, backend, &mac)) {
+        /* The provider's, e.g. a VDUSE device's, which carries none. */
+        qdev_prop_set_macaddr(DEVICE(vf), "mac", mac.a);
     }
     if (!qdev_realize(DEVICE(vf), BUS(pci_get_bus(pf)), errp)) {
         object_unparent(OBJECT(vf));

@@ -77,6 +77,12 @@ struct VsriovPoolClass {
                       const VsriovVFConfig *cfg, uint32_t changed,
                       Error **errp);
     /*
+     * Optional: the MAC address the provider gave the backend it handed
+     * out as netdev @id (a host daemon's for its VF), which the VF then
+     * has; false if it gave none (the VF keeps the MAC QEMU gives it).
+     */
+    bool (*backend_mac)(VsriovPool *pool, const char *id, MACAddr *mac);
+    /*
      * Optional: why the backends the pool names are not all usable now,
      * e.g. "netdev 'vf9' does not exist", or NULL if they are.  Free it
      * with g_free().
@@ -128,6 +134,12 @@ typedef struct VsriovPF {
  */
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
+
+/*
+ * The MAC VF @i has before its guest sets one: the one its backend's
+ * provider gave, else the one QEMU gave the VF.
+ */
+void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac);
 void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
 
 /*
