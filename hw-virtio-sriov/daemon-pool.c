@@ -328,6 +328,53 @@ static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
  * an older sequence number and is dropped here, its fds closed and, for a
  * CLAIM, its VFs given back once this request has its answer.
  */
+static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
+{
+    const char *id = object_get_canonical_path_component(OBJECT(dp));
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct timeval tv = { .tv_sec = VPD_TIMEOUT_S };
+
+    strcpy(addr.sun_path, dp->socket);  /* its length was checked */
+    dp->fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
+    if (dp->fd < 0 ||
+        connect(dp->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
+                         "connect to vdpa-pool-daemon at %s", id, dp->socket);
+        if (dp->fd >= 0) {
+            close(dp->fd);
+            dp->fd = -1;
+        }
+        return false;
+    }
+    setsockopt(dp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(dp->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    return true;
+}
+
+/*
+ * A daemon that was restarted has closed our connection; connected again,
+ * it gives this process back what it held (same pid and uid), so a
+ * request after a restart works.  An open connection is kept, with any
+ * late answers waiting in it.
+ */
+static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
+{
+    char c;
+    ssize_t r;
+
+    if (dp->fd >= 0) {
+        r = recv(dp->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
+            return true;
+        }
+        close(dp->fd);
+        dp->fd = -1;
+        trace_vsriov_daemon_pool_reconnect(
+            object_get_canonical_path_component(OBJECT(dp)), dp->socket);
+    }
+    return daemon_connect(dp, errp);
+}
+
 static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
                             int max_fds, int *nfds, Error **errp)
 {
@@ -339,7 +386,10 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
     int n_fds = 0;
 
     stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
-    if (dp->fd < 0 || qemu_send_full(dp->fd, m->data, m->len) != m->len) {
+    if (!ensure_connected(dp, errp)) {
+        return NULL;
+    }
+    if (qemu_send_full(dp->fd, m->data, m->len) != m->len) {
         error_setg(errp, "vsriov-daemon-pool '%s': cannot send to %s",
                    id, dp->socket);
         return NULL;
@@ -676,8 +726,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
     VsriovPool *pool = VSRIOV_POOL(uc);
     const char *id = object_get_canonical_path_component(OBJECT(uc));
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    struct timeval tv = { .tv_sec = VPD_TIMEOUT_S };
+    struct sockaddr_un addr;
     g_autoptr(GByteArray) m = NULL;
     g_autoptr(GByteArray) reply = NULL;
     int nfds = 0;
@@ -701,16 +750,9 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         error_setg(errp, "vsriov-daemon-pool '%s': socket path too long", id);
         return;
     }
-    strcpy(addr.sun_path, dp->socket);
-    dp->fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
-    if (dp->fd < 0 ||
-        connect(dp->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
-                         "connect to vdpa-pool-daemon at %s", id, dp->socket);
+    if (!daemon_connect(dp, errp)) {
         return;
     }
-    setsockopt(dp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(dp->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 
     if (pool->lazy) {
         /* VFs are claimed one by one when the guest enables them. */
