@@ -847,14 +847,20 @@ static void interface_columns(GString *s, const struct vpd_entry *e, uint32_t of
 {
 	static const char *const link[] = { "auto", "enable", "disable" };
 	const struct vpd_vf_attrs *a = &e->attrs;
+	uint64_t rate = e->claimed ? (uint64_t)a->max_tx_rate * 1000 : 0;
 	bool first = true;
 	char mac[18], num[32];
 
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", a->mac[0], a->mac[1],
 		 a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
+	/*
+	 * kbit/s, and a burst of 100 ms at that rate (OVS's default burst, 8000
+	 * kbit whatever the rate, would let a 1 Mbit/s VF send 8 s at line
+	 * rate before the cap bites).
+	 */
 	g_string_append_printf(s, "\"ofport_request\":%u,\"ingress_policing_rate\":%" PRIu64
-			       ",\"ingress_policing_burst\":0,\"external_ids\":[\"map\",[",
-			       ofport, e->claimed ? (uint64_t)a->max_tx_rate * 1000 : 0);
+			       ",\"ingress_policing_burst\":%" PRIu64 ",\"external_ids\":[\"map\",[",
+			       ofport, rate, rate / 10);
 	put_kv(s, "vpd-state", e->claimed ? "claimed" : "free", &first);
 	if (e->claimed) {
 		put_kv(s, "vpd-owner", e->owner ? e->owner : "", &first);
