@@ -22,6 +22,7 @@ import time
 import pytest
 
 from harness import paths
+from harness.e2e import l1_path, start_daemon, stop_daemon
 from harness.ovs import L1_OVS_START
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
@@ -118,23 +119,6 @@ elif cmd == "claim-b":
     except vpd.DaemonError as e:
         print("REFUSED", e.errno, e.message)
 """
-
-
-def l1_path(host_path):
-    return "/vsriov" + host_path[len(paths.CACHE):]
-
-
-def start_daemon(l1host, daemon):
-    l1host.check(f"rm -f /scratch/vpd.out; setsid {daemon} -c /tmp/vpd.conf "
-                 "> /scratch/vpd.out 2>> /scratch/vpd.log < /dev/null & echo $! > /tmp/vpd.pid")
-    l1host.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
-                      timeout=120)
-    assert "READY" in l1host.check("cat /scratch/vpd.out"), l1host.check("cat /scratch/vpd.log")
-
-
-def stop_daemon(l1host):
-    l1host.check("kill $(cat /tmp/vpd.pid)")
-    l1host.wait_until("! kill -0 $(cat /tmp/vpd.pid) 2>/dev/null", timeout=60)
 
 
 def free(l1host, pool):

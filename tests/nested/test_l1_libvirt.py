@@ -26,7 +26,7 @@ import time
 import pytest
 
 from harness import paths
-from nested.test_l1_daemon import l1_path, start_daemon
+from harness.e2e import l1_path, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 

@@ -90,7 +90,7 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_f
 		.cookie = vpd_flow_cookie(VPD_FLOW_DENY, pf_index, e->vf),
 		.priority = 10, .in_port = port,
 	};
-	if (e->claimed && e->attrs.link_state != VPD_LINK_DISABLE) {
+	if (vpd_entry_passes(e)) {
 		out[n] = (struct vpd_flow) {
 			.cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, pf_index, e->vf),
 			.priority = 100, .in_port = port, .normal = true,
@@ -826,7 +826,9 @@ static void port_columns(GString *s, const struct vpd_entry *e)
 	char vf[16];
 
 	snprintf(vf, sizeof(vf), "%u", e->vf);
-	if (!e->claimed) {
+	/* A VF that may not pass (free, or without a VLAN of its pool) sits
+	 * in the VLAN nothing else is in, so it receives nothing either. */
+	if (!e->claimed || (!e->attrs.vlan && e->pool->vlan_min)) {
 		g_string_append_printf(s, "\"tag\":%u,\"vlan_mode\":\"access\"", VPD_FREE_VLAN);
 	} else {
 		g_string_append_printf(s, "\"tag\":%u,\"vlan_mode\":\"%s\"", e->attrs.vlan,

@@ -219,7 +219,11 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
 	if (a->vlan > 4094)
 		return invalid(error, "VLAN %u is not a VLAN id (0-4094)", a->vlan);
-	if (a->vlan < p->vlan_min || a->vlan > p->vlan_max)
+	/*
+	 * VLAN 0 is "no VLAN" (ip link set ... vlan 0): always accepted, and
+	 * passes traffic only where the pool has untagged (vpd_entry_passes).
+	 */
+	if (a->vlan && (a->vlan < p->vlan_min || a->vlan > p->vlan_max))
 		return invalid(error, "VLAN %u is outside pool '%s''s range %u-%u", a->vlan,
 			       p->name, p->vlan_min, p->vlan_max);
 	if (a->qos > 7)
@@ -242,4 +246,10 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			       a->max_tx_rate);
 	e->attrs = *a;
 	return true;
+}
+
+bool vpd_entry_passes(const struct vpd_entry *e)
+{
+	return e->claimed && e->attrs.link_state != VPD_LINK_DISABLE &&
+	       (e->attrs.vlan || e->pool->vlan_min == 0);
 }

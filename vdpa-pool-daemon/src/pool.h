@@ -81,6 +81,14 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 GError **error);
 
 unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
+
+/*
+ * Whether e's traffic may pass as it is: claimed, link not disabled, and
+ * in a VLAN its pool allows (no VLAN only where the pool's range has 0; a
+ * VF of a pool of VLANs 100-199 passes nothing until its client gives it
+ * one of them: untagged is another tenant's network).
+ */
+bool vpd_entry_passes(const struct vpd_entry *e);
 void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out);
 
 typedef struct vpd_pools vpd_pools;

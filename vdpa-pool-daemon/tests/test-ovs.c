@@ -148,6 +148,13 @@ static void test_vf_flows(void)
 	/* Link disabled: dropped like a free VF. */
 	e.attrs.link_state = VPD_LINK_DISABLE;
 	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 1);
+	/* No VLAN in a pool whose VLANs do not include untagged: dropped. */
+	e.attrs.link_state = VPD_LINK_AUTO;
+	pool.vlan_min = 100;
+	pool.vlan_max = 199;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 1);
+	e.attrs.vlan = 150;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
 }
 
 static void test_flow_mod_add(void)

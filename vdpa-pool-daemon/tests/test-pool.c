@@ -122,6 +122,7 @@ static void vlan_100_qos_3(struct vpd_vf_attrs *a)
 	a->qos = 3;
 }
 static void vlan_99(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 99; }
+static void vlan_none(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 0; }
 static void vlan_4095(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 4095; }
 static void qos_8(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 100; a->qos = 8; }
 static void proto_qinq(struct vpd_vf_attrs *a)
@@ -160,6 +161,7 @@ static const struct attr_case attr_cases[] = {
 	{ "mac-multicast", "a", mac_multicast, NULL /* message checked by prefix */ },
 	{ "mac-zero", "a", mac_zero, "MAC 00:00:00:00:00:00 is not a unicast address" },
 	{ "vlan-below-range", "a", vlan_99, "VLAN 99 is outside pool 'a''s range 100-199" },
+	{ "vlan-none", "a", vlan_none, NULL /* accepted; passes nothing (test-ovs) */ },
 	{ "vlan-4095", "a", vlan_4095, "VLAN 4095 is not a VLAN id (0-4094)" },
 	{ "qos-8", "a", qos_8, "QoS 8 is not an 802.1p priority (0-7)" },
 	{ "qinq", "a", proto_qinq, NULL },

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The whole system on a switch, as a user runs it, in the emulated host:
+OVS-DPDK, vdpa-pool-daemon with a VDUSE PF (each pooled VF a VDUSE device
+OVS-DPDK serves; its OVS port is the VF's switch port), and a VM whose PF
+is a VDUSE port of the same bridge and whose VFs come from the daemon.
+Used by tests/nested/test_l2_e2e.py, scripts/demo and scripts/bench-pods.
+"""
+import os
+import re
+
+from . import golang, paths
+from .ovs import L1_OVS_DPDK_START
+
+BRIDGE = "br-vsriov"
+CONF = f"""[daemon]
+socket = /run/vpd/api.sock
+state = /var/lib/vpd/state
+ovs-bridge = {BRIDGE}
+[pf sw0]
+num-vfs = 6
+vdpa-mgmtdev = vduse
+vduse-msg-timeout = 120
+[pool tenant-a]
+pf = sw0
+vfs = 0-3
+allow-uids = 0
+vlans = 100-199
+[pool tenant-b]
+pf = sw0
+vfs = 4-5
+vlans = 200-299
+"""
+# Runs in Level 1 with the harness's protocol client.
+CLIENT = r"""
+import sys
+sys.path.insert(0, "/src/tests")
+from harness import vpd
+c = vpd.Client("/run/vpd/api.sock")
+if sys.argv[1] == "free":
+    print(sum(1 for v in c.status() if v["POOL"] == sys.argv[2] and v["COUNT"] == 0))
+elif sys.argv[1] == "claim":
+    got = c.claim(sys.argv[2], int(sys.argv[3]), owner="vm2")
+    print(" ".join("vpd-sw0-%d" % v["VF_INDEX"] for v, _ in got))
+"""
+DAEMON_LOG = "/scratch/vpd.log"
+
+
+def l1_path(host_path):
+    """Where Level 1 sees a file of this machine's cache (the 9p share)."""
+    return "/vsriov" + host_path[len(paths.CACHE):]
+
+
+def daemon_binary():
+    return l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
+                                "vdpa-pool-daemon"))
+
+
+def start_daemon(l1, daemon):
+    l1.check(f"rm -f /scratch/vpd.out; setsid {daemon} -c /tmp/vpd.conf "
+             f"> /scratch/vpd.out 2>> {DAEMON_LOG} < /dev/null & echo $! > /tmp/vpd.pid")
+    l1.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
+                  timeout=120)
+    assert "READY" in l1.check("cat /scratch/vpd.out"), l1.check(f"cat {DAEMON_LOG}")
+
+
+def stop_daemon(l1):
+    l1.check("kill $(cat /tmp/vpd.pid)")
+    l1.wait_until("! kill -0 $(cat /tmp/vpd.pid) 2>/dev/null", timeout=60)
+
+
+def vf_port(vf):
+    """The OVS port (and VDUSE and vDPA device) of the daemon's VF vf."""
+    return f"vpd-sw0-{vf}"
+
+
+def vduse_port(l1, name):
+    """A VDUSE device on the bridge, made by hand as an admin would for a
+    VM's own NIC: OVS-DPDK makes /dev/vduse/NAME, then the vDPA device on
+    it.  Returns its /dev/vhost-vdpa-N."""
+    l1.check(f"ovs-vsctl add-port {BRIDGE} {name} -- set Interface {name} "
+             f"type=dpdkvhostuserclient options:vhost-server-path=/dev/vduse/{name} "
+             "options:vhost-max-queue-pairs=1")
+    l1.wait_until(f"test -e /sys/class/vduse/{name}", timeout=60)
+    l1.check(f"echo 120 > /sys/class/vduse/{name}/msg_timeout")
+    l1.wait_until(f"vdpa dev add name {name} mgmtdev vduse", timeout=60)
+    return "/dev/" + l1.wait_until(f"ls /sys/bus/vdpa/devices/{name}/ | grep vhost-vdpa-",
+                                   timeout=30).stdout.split()[0]
+
+
+def port_no(l1, port):
+    return int(l1.check(f"ovs-vsctl get Interface {port} ofport"))
+
+
+def port_stats(l1, port):
+    """OVS's live counters of a port (rx: from the VF into the switch)."""
+    out = l1.check(f"ovs-ofctl dump-ports {BRIDGE} {port_no(l1, port)}")
+    rx = re.search(r"rx pkts=(\d+), bytes=(\d+)", out)
+    tx = re.search(r"tx pkts=(\d+), bytes=(\d+)", out)
+    return {"rx_pkts": int(rx.group(1)), "rx_bytes": int(rx.group(2)),
+            "tx_pkts": int(tx.group(1)), "tx_bytes": int(tx.group(2))}
+
+
+def drop_count(l1, port):
+    """Packets the port's drop flows (default-deny, spoof check) counted."""
+    out = l1.check(f"ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} in_port={port_no(l1, port)}")
+    return sum(int(m.group(1)) for m in re.finditer(r"n_packets=(\d+).*actions=drop", out))
+
+
+class System:
+    """Level 1 set up, and the VM (Level 2) on it, once start() returned."""
+
+    VM_MAC = "52:54:00:00:01:00"
+
+    def __init__(self, l1, pool="tenant-a", count=4):
+        self.l1, self.pool, self.count = l1, pool, count
+        self.l2 = self.pf = self.pf_dev = None
+
+    def start_host(self):
+        """OVS-DPDK, the bridge, the daemon with its VDUSE PF, the tools."""
+        l1 = self.l1
+        tools = os.path.join(l1.scratch, "tools")
+        os.makedirs(tools, exist_ok=True)
+        for prog in ("cni-flow", "traffic"):
+            golang.build_static(os.path.join(paths.SRC, "tests", prog),
+                                "build", "-o", os.path.join(tools, prog), ".")
+        l1.check("modprobe -a vduse vhost_vdpa")
+        l1.check(L1_OVS_DPDK_START, timeout=180)
+        l1.check(f"ovs-vsctl add-br {BRIDGE} -- set bridge {BRIDGE} datapath_type=netdev")
+        l1.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
+        l1.check(f"cat > /tmp/vpd_client.py <<'EOF'\n{CLIENT}EOF")
+        start_daemon(l1, daemon_binary())
+
+    def vm_args(self, pf_vhost):
+        return ["-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
+                "-machine", "memory-backend=mem0",
+                "-netdev", f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet",
+                "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,"
+                           f"pool={self.pool},count={self.count},lazy=on",
+                "-device", "pcie-root-port,id=rp0,chassis=1",
+                "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
+                           f"mac={self.VM_MAC},romfile=",
+                "-virtfs", "local,path=/scratch/tools,mount_tag=tools,security_model=none,"
+                           "readonly=on"]
+
+    def start_vm(self, name="vm1"):
+        """The VM: its PF a VDUSE port, its VFs from the daemon (lazy)."""
+        pf_vhost = vduse_port(self.l1, f"{name}-pf")
+        self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(pf_vhost), boot_timeout=600)
+        self.l2.check("mkdir -p /mnt/tools && mount -t 9p -o trans=virtio,version=9p2000.L "
+                      "tools /mnt/tools")
+        self.pf = self.l2.check("for d in /sys/bus/pci/devices/*; do "
+                                "[ -f $d/sriov_totalvfs ] && basename $d && break; done"
+                                ).strip()
+        self.pf_dev = self.l2.check(f"ls /sys/bus/pci/devices/{self.pf}/virtio*/net/").strip()
+        return self.l2
+
+    def stop(self):
+        if self.l2:
+            self.l2.stop()
+        stop_daemon(self.l1)
+
+    # -- in the VM --------------------------------------------------------
+    def enable_vfs(self, n, timeout=180):
+        self.l2.check(f"echo {n} > /sys/bus/pci/devices/{self.pf}/sriov_numvfs")
+        if n:
+            self.l2.wait_until(f"ls /sys/bus/pci/devices/{self.pf}/virtfn{n - 1}/virtio*/net/ "
+                               "2>/dev/null | grep -q .", timeout=timeout)
+
+    def add_pod(self, pod, vf, mac, vlan, ip):
+        """sriov-cni's ADD (tests/cni-flow): VF vf into netns pod as net1."""
+        addr = self.l2.check(
+            f"basename $(readlink /sys/bus/pci/devices/{self.pf}/virtfn{vf})").strip()
+        self.l2.check(f"ip netns add {pod} && ip -n {pod} link set lo up")
+        self.l2.check(f"/mnt/tools/cni-flow add -vf {addr} -netns {pod} -ifname net1 "
+                      f"-mac {mac} -vlan {vlan} -ip {ip} -state /tmp/{pod}.json", timeout=120)
+
+    def del_pod(self, pod):
+        self.l2.check(f"/mnt/tools/cni-flow del -netns {pod} -ifname net1 "
+                      f"-state /tmp/{pod}.json", timeout=120)
+        self.l2.check(f"ip netns del {pod}")
+
+    def ping(self, src, dst_ip, count=3, wait=5):
+        """Replies pod src got from dst_ip."""
+        r = self.l2.run(f"ip netns exec {src} ping -c {count} -W {wait} {dst_ip}",
+                        timeout=count * wait + 60)
+        m = re.search(r"(\d+) packets received", r.stdout)
+        return int(m.group(1)) if m else 0
+
+    def udp_stream(self, src, dst, dst_ip, size=1400, secs=8):
+        """A UDP stream of size-byte datagrams from pod src to pod dst, as
+        fast as src can send, for secs; returns (sent, received) in Mbit/s,
+        received as dst counted it."""
+        self.l2.check(f"ip netns exec {dst} /mnt/tools/traffic udp-sink -listen :9000 "
+                      f"-duration {secs}s > /tmp/sink.log 2>&1 & echo $! > /tmp/sink.pid")
+        out = self.l2.check(f"ip netns exec {src} /mnt/tools/traffic udp-send "
+                            f"-to {dst_ip}:9000 -size {size} -duration {secs}s",
+                            timeout=secs + 120)
+        m = re.search(r"sent (\d+) bytes in ([\d.]+) s", out)
+        self.l2.wait_until("! kill -0 $(cat /tmp/sink.pid) 2>/dev/null", timeout=secs + 120)
+        got = re.search(r"received (\d+) bytes in ([\d.]+) s",
+                        self.l2.check("cat /tmp/sink.log"))
+        sent = int(m.group(1)) * 8 / float(m.group(2)) / 1e6
+        received = int(got.group(1)) * 8 / max(float(got.group(2)), 0.001) / 1e6
+        return sent, received
+
+    def set_mtu(self, pods_vfs, mtu):
+        """MTU of pods' net1 and of their VFs' OVS ports: {pod: vf}."""
+        for pod, vf in pods_vfs.items():
+            port = vf_port(vf)
+            self.l1.check(f"ovs-vsctl set Interface {port} mtu_request={mtu}")
+            self.l1.wait_until(f"test $(ovs-vsctl get Interface {port} mtu) = {mtu}",
+                               timeout=60)
+            self.l2.check(f"ip -n {pod} link set net1 mtu {mtu}")
