@@ -1,88 +1,171 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The demo behind scripts/demo; prints each step and what it showed.
+"""The demo behind scripts/demo: the whole system, as a user runs it, on
+the embedded default (no SR-IOV NIC, no KVM); prints each step and what it
+showed, then a summary.
 
-A TCG guest on our QEMU gets a virtual SR-IOV PF (virtio-net-pci with
-sriov-pool) whose VF backends are taps on a bridge in a network namespace
-of this machine (the embedded default: no SR-IOV NIC, no vDPA device).
-The guest creates VFs with sriov_numvfs and two "pods" (network
-namespaces in the guest) ping each other over their VFs."""
+An emulated host (Level 1, a TCG guest of this machine) runs OVS-DPDK,
+vdpa-pool-daemon with a VDUSE PF (each VF a VDUSE device that OVS-DPDK
+serves) and our QEMU; a VM inside it (Level 2) has a virtual PF, creates VFs
+with sriov_numvfs, configures them through the PF, and gives them to pods
+(tests/cni-flow, sriov-cni's ADD); the pods' packets cross OVS, where the
+daemon enforces what the guest asked.  Set-up: tests/harness/e2e.py, the
+same as the end-to-end test's."""
+import contextlib
 import os
+import re
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from harness import paths  # noqa: E402
-from harness.netns import NetNS  # noqa: E402
-from harness.vm import Guest  # noqa: E402
-from system.guest_net import FIND_PF, enable_vfs, vf_into_netns  # noqa: E402
-from system.test_l0_vpf import host_switch, vpf_tap_args  # noqa: E402
+from harness.e2e import BRIDGE, DAEMON_LOG, System, drop_count, port_stats, vf_port  # noqa: E402
+from harness.vm import L1Host  # noqa: E402
 
-NUM_VFS = 4
+PODS = {  # pod: VF, MAC, VLAN, address
+    "pod-a": (0, "02:00:00:00:0a:01", 100, "10.40.0.1/24"),
+    "pod-b": (1, "02:00:00:00:0a:02", 100, "10.40.0.2/24"),
+    "pod-c": (2, "02:00:00:00:0a:03", 150, "10.40.0.3/24"),
+}
+T0 = time.monotonic()
 
 
 def say(msg):
-    print(f"demo: {msg}", flush=True)
+    print(f"demo [{time.monotonic() - T0:6.1f} s]: {msg}", flush=True)
+
+
+def show(text, prefix="    "):
+    for line in text.rstrip().splitlines():
+        print(prefix + line, flush=True)
+
+
+@contextlib.contextmanager
+def progress(what, every=15):
+    """A line every `every` seconds while a long step runs."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick():
+        while not done.wait(every):
+            say(f"... {what} ({time.monotonic() - start:.0f} s so far)")
+    t = threading.Thread(target=tick, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()
+
+
+def daemon_log(l1, pattern):
+    return [ln.split(": ", 1)[-1] for ln in l1.check(f"cat {DAEMON_LOG}").splitlines()
+            if re.search(pattern, ln)]
 
 
 def main():
-    t0 = time.monotonic()
     out = paths.ARTIFACTS
     os.makedirs(out, exist_ok=True)
-    with NetNS("vsr-demo") as host:
-        host_switch(host, NUM_VFS)
-        say(f"host switch: bridge br0 in netns {host.name}, taps tpf (PF) and "
-            f"tvf0..tvf{NUM_VFS - 1} (the pool's VF backends)")
-        args = vpf_tap_args(NUM_VFS)
-        say("QEMU: -object vsriov-pool,id=p0,netdevs=b0,...,netdevs=b3 "
-            "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0")
-        # The guest runs the kernel with guest-kernel-patches/: it lists and
-        # configures its VFs through the PF like on a physical NIC.
-        with Guest("demo", out, netns=host.name, qemu_args=args) as g:
-            say(f"guest booted under TCG ({time.monotonic() - t0:.1f} s since start)")
-            pf = g.check(FIND_PF).strip()
-            total = g.check(f"cat /sys/bus/pci/devices/{pf}/sriov_totalvfs").strip()
-            say(f"guest sees PF {pf} (virtio-net) with sriov_totalvfs={total}")
-            t1 = time.monotonic()
-            enable_vfs(g, pf, NUM_VFS)
-            say(f"guest: echo {NUM_VFS} > sriov_numvfs: {NUM_VFS} VFs bound to virtio_net "
-                f"in {time.monotonic() - t1:.1f} s")
-            for vf in g.qmp.execute("query-vsriov")[0]["vfs"]:
-                say(f"  QMP query-vsriov: VF {vf['index']} at {vf['bus']:02x}:"
-                    f"{vf['devfn'] >> 3:02x}.{vf['devfn'] & 7} mac {vf['mac']} "
-                    f"backend {vf['netdev']} ({vf['backend']}) {vf['state']}")
-            dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtio*/net/").strip()
-            g.check(f"ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1")
-            say(f"guest: ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1; "
-                f"ip link show {dev}:")
-            for line in g.check(f"ip link show {dev}").splitlines():
-                if line.strip().startswith("vf "):
-                    print(f"    {line.strip()}")
-            cfg = g.qmp.execute("query-vsriov")[0]["vfs"][0]["config"]
-            say(f"  QMP query-vsriov: VF 0 config mac {cfg['mac']} vlan {cfg['vlan']} "
-                f"qos {cfg['qos']} ({cfg['applied']}: a static pool has no provider; "
-                f"with vdpa-pool-daemon it is checked against the pool's policy)")
-            vf_into_netns(g, pf, 0, "pod-a", "10.10.0.1/24")
-            vf_into_netns(g, pf, 1, "pod-b", "10.10.0.2/24")
-            g.wait_until("ip -n pod-a link show pod0 | grep -q LOWER_UP && "
-                         "ip -n pod-b link show pod0 | grep -q LOWER_UP", timeout=30)
-            ping = g.check("ip netns exec pod-a ping -c 5 -W 5 10.10.0.2", timeout=90)
-            say("guest: pod-a (VF 0, 10.10.0.1) pinged pod-b (VF 1, 10.10.0.2) "
-                "through the host bridge:")
-            for line in ping.splitlines():
-                if "packet loss" in line or "min/avg" in line:
-                    print(f"    {line}")
-            delivered = host.run("cat /sys/class/net/tvf1/statistics/tx_packets").stdout.strip()
-            say(f"host: tap tvf1 (VF 1's backend) delivered {delivered} packets to the guest")
-            g.check("ip netns del pod-a && ip netns del pod-b")
-            enable_vfs(g, pf, 0)
-            states = {vf["state"] for vf in g.qmp.execute("query-vsriov")[0]["vfs"]}
-            say(f"guest: echo 0 > sriov_numvfs: QMP shows every VF {'/'.join(states)}")
-    say(f"done in {time.monotonic() - t0:.1f} s; logs in {out}")
-    say("shown: a guest created VFs on a virtual PF whose backends come from a pool, "
-        "configured one through its PF, and two pods passed traffic over them through "
-        "a host switch")
+    shown = []
+    say("booting the emulated host (Level 1: Debian's kernel, OVS, vduse, our QEMU; TCG)")
+    l1 = L1Host("l1", out)
+    with progress("booting the emulated host"):
+        l1.start(boot_timeout=300)
+    try:
+        s = System(l1)
+        with progress("starting OVS-DPDK and vdpa-pool-daemon"):
+            s.start_host()
+        say("OVS-DPDK runs; vdpa-pool-daemon started with [pf sw0] vdpa-mgmtdev = vduse:")
+        show("\n".join(daemon_log(l1, r"VDUSE|bridge|ready")))
+        say(f"OVS bridge {BRIDGE}: one port per pooled VF (its VDUSE device's), "
+            "default-deny until claimed:")
+        show(l1.check(f"ovs-vsctl list-ports {BRIDGE}"))
+
+        say("starting the VM (Level 2, nested TCG: about a minute): its PF is a VDUSE "
+            "port too, its VFs come from the daemon's pool 'tenant-a' (lazy)")
+        with progress("booting the VM"):
+            s.start_vm()
+        say(f"VM up: PF {s.pf} ({s.pf_dev}), sriov_totalvfs="
+            f"{s.l2.check(f'cat /sys/bus/pci/devices/{s.pf}/sriov_totalvfs').strip()}")
+
+        t = time.monotonic()
+        with progress("enabling VFs"):
+            s.enable_vfs(3)
+        say(f"guest: echo 3 > sriov_numvfs: 3 VFs bound to virtio_net in "
+            f"{time.monotonic() - t:.1f} s; the daemon handed out their backends:")
+        show("\n".join(daemon_log(l1, r"claimed by")))
+        shown.append("the guest created 3 VFs; QEMU claimed their vhost-vdpa backends "
+                     "from vdpa-pool-daemon")
+
+        for pod, (vf, mac, vlan, ip) in PODS.items():
+            s.add_pod(pod, vf, mac, vlan, ip)
+        say("CNI ADD (tests/cni-flow, sriov-cni's steps) for 3 pods: VF MAC and VLAN set "
+            f"through the PF; guest's ip link show {s.pf_dev}:")
+        show("\n".join(ln.strip() for ln in s.l2.check(f"ip link show {s.pf_dev}").splitlines()
+                       if ln.strip().startswith("vf ")))
+        say("the daemon turned them into OVS state (port tag = VLAN, flows from the "
+            "VF's MAC only):")
+        for pod, (vf, mac, vlan, _) in PODS.items():
+            port = vf_port(vf)
+            tag = l1.check(f"ovs-vsctl get Port {port} tag").strip()
+            flows = l1.check(f"ovs-ofctl -O OpenFlow14 --no-stats dump-flows {BRIDGE} "
+                             f"in_port={port}")
+            show(f"{pod}: port {port} tag {tag}", "    ")
+            show(flows, "      ")
+        shown.append("the guest's VF settings (MAC, VLAN, spoof check) became the switch's "
+                     "port tags and flows")
+        s.l2.wait_until("for p in pod-a pod-b pod-c; do ip -n $p link show net1 | "
+                        "grep -q LOWER_UP || exit 1; done", timeout=60)
+
+        before = port_stats(l1, vf_port(0))
+        got = s.ping("pod-a", "10.40.0.2", count=5)
+        after = port_stats(l1, vf_port(0))
+        say(f"pod-a -> pod-b (VLAN 100): {got}/5 ping replies; OVS counted "
+            f"{after['rx_pkts'] - before['rx_pkts']} packets in and "
+            f"{after['tx_pkts'] - before['tx_pkts']} out on pod-a's port")
+        if got:
+            shown.append("pods on the same VLAN passed traffic across the switch")
+
+        got = s.ping("pod-c", "10.40.0.1", count=3, wait=2)
+        say(f"pod-c (VLAN 150) -> pod-a (VLAN 100): {got}/3 replies: other VLANs are "
+            "isolated")
+        if not got:
+            shown.append("a pod on another VLAN could not reach them")
+
+        sent, received = s.udp_stream("pod-a", "pod-b", "10.40.0.2", secs=5)
+        rr = s.l2.run("ip netns exec pod-b /mnt/tools/traffic rr-server -listen :9001 "
+                      "> /dev/null 2>&1 & echo $! > /tmp/rr.pid; "
+                      "ip netns exec pod-a /mnt/tools/traffic rr-client -to 10.40.0.2:9001 "
+                      "-rate 20 -duration 5s; kill $(cat /tmp/rr.pid)", timeout=120).stdout
+        say(f"throughput pod-a -> pod-b: {received:.2f} Mbit/s of UDP arrived "
+            f"({sent:.2f} sent); request/response: {rr.strip()} (microseconds; nested "
+            "TCG: the figures mean little, the path is the product's)")
+        shown.append(f"a stream of {received:.2f} Mbit/s went pod to pod (under nested TCG)")
+
+        drops = drop_count(l1, vf_port(0))
+        s.l2.check("ip -n pod-a link set net1 address 02:00:00:00:0a:99")
+        got = s.ping("pod-a", "10.40.0.2", count=3, wait=2)
+        s.l2.check(f"ip -n pod-a link set net1 address {PODS['pod-a'][1]}")
+        say(f"pod-a with a forged source MAC: {got}/3 replies; OVS's spoof-check flow "
+            f"dropped {drop_count(l1, vf_port(0)) - drops} packets")
+        if not got:
+            shown.append("a forged source MAC was dropped at the switch")
+
+        for pod in PODS:
+            s.del_pod(pod)
+        s.enable_vfs(0)
+        l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+        say("CNI DEL, echo 0 > sriov_numvfs: the VFs went back to the daemon's pool "
+            "(4 free, their ports default-deny again)")
+        shown.append("disabled VFs went back to the pool")
+        s.stop()
+    finally:
+        l1.stop()
+    say("summary:")
+    for line in shown:
+        print(f"  - {line}")
+    say(f"done in {time.monotonic() - T0:.0f} s; logs in {out}")
 
 
 if __name__ == "__main__":

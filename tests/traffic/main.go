@@ -6,6 +6,8 @@
 //	traffic udp-sink -listen :PORT -duration 10s
 //	traffic rr-server -listen :PORT
 //	traffic rr-client -to IP:PORT [-rate 100] [-duration 10s]
+//	traffic tcp-sink -listen :PORT -duration 10s
+//	traffic tcp-send -to IP:PORT [-duration 5s]
 //
 // udp-send sends datagrams of -size bytes for -duration (paced to -mbps,
 // or as fast as it can with 0) and prints "sent BYTES bytes in SECS s".
@@ -13,7 +15,9 @@
 // datagram and prints "received BYTES bytes in SECS s".  rr-server echoes
 // every datagram; rr-client sends -rate requests per second for -duration
 // and prints the round-trip times' percentiles in microseconds
-// ("rr sent N lost L p50 X p99 Y max Z").  Every wait has a deadline.
+// ("rr sent N lost L p50 X p99 Y max Z").  tcp-send writes one TCP stream
+// for -duration; tcp-sink accepts one and prints what it received, as
+// udp-sink does.  Every wait has a deadline.
 package main
 
 import (
@@ -85,6 +89,50 @@ func udpSink(listen string, d time.Duration) {
 	fmt.Printf("received %d bytes in %.3f s\n", got, secs)
 }
 
+func tcpSend(to string, d time.Duration) {
+	c, err := net.DialTimeout("tcp", to, 30*time.Second)
+	if err != nil {
+		fail("%v", err)
+	}
+	buf := make([]byte, 65536)
+	var sent int64
+	start := time.Now()
+	for time.Since(start) < d {
+		_ = c.SetWriteDeadline(start.Add(d + 30*time.Second))
+		n, err := c.Write(buf)
+		sent += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	_ = c.Close()
+	fmt.Printf("sent %d bytes in %.3f s\n", sent, time.Since(start).Seconds())
+}
+
+func tcpSink(listen string, d time.Duration) {
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		fail("%v", err)
+	}
+	_ = l.(*net.TCPListener).SetDeadline(time.Now().Add(d + 60*time.Second))
+	c, err := l.Accept()
+	if err != nil {
+		fail("%v", err)
+	}
+	buf := make([]byte, 65536)
+	var got int64
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(d + 30*time.Second))
+	for {
+		n, err := c.Read(buf)
+		got += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	fmt.Printf("received %d bytes in %.3f s\n", got, time.Since(start).Seconds())
+}
+
 func rrServer(listen string) {
 	c, err := net.ListenPacket("udp", listen)
 	if err != nil {
@@ -147,7 +195,7 @@ func rrClient(to string, rate int, d time.Duration) {
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: traffic udp-send|udp-sink|rr-server|rr-client [options]")
+		fail("usage: traffic udp-send|udp-sink|tcp-send|tcp-sink|rr-server|rr-client [options]")
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	to := fs.String("to", "", "IP:PORT to send to")
@@ -162,6 +210,10 @@ func main() {
 		udpSend(*to, *size, *d, *mbps)
 	case "udp-sink":
 		udpSink(*listen, *d)
+	case "tcp-send":
+		tcpSend(*to, *d)
+	case "tcp-sink":
+		tcpSink(*listen, *d)
 	case "rr-server":
 		rrServer(*listen)
 	case "rr-client":
