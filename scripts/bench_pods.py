@@ -54,6 +54,8 @@ class Bench:
     def sink(self, kind, secs):
         self.l1.check(f"ip netns exec peer {tool('l1')} {kind}-sink -listen :9000 "
                       f"-duration {secs}s > /tmp/sink.log 2>&1 & echo $! > /tmp/sink.pid")
+        # Until it listens (a sender of the host itself would be first).
+        self.l1.wait_until("ip netns exec peer ss -Hlnut | grep -q ':9000 '", timeout=60)
 
     def received(self):
         self.l1.wait_until("! kill -0 $(cat /tmp/sink.pid) 2>/dev/null", timeout=SECS + 180)
