@@ -17,17 +17,18 @@ from . import paths
 
 CHROOT_RUN = "/mnt/vsriov-ovs"
 
-# OVS with the kernel datapath in a Level 1 emulated host, from an empty
-# database (run with l1host.check).
-L1_OVS_START = (
+# ovsdb-server of a Level 1 emulated host, from an empty database.
+_L1_OVSDB_START = (
     "mkdir -p /run/openvswitch /etc/openvswitch /var/log/openvswitch && "
     "rm -f /etc/openvswitch/conf.db && "
     "ovsdb-tool create /etc/openvswitch/conf.db /usr/share/openvswitch/vswitch.ovsschema && "
     "ovsdb-server /etc/openvswitch/conf.db --remote=punix:/run/openvswitch/db.sock "
     "--pidfile --detach --log-file && "
     "ovs-vsctl --no-wait init && "
-    "ovs-vswitchd --pidfile --detach --log-file"
 )
+# OVS with the kernel datapath in a Level 1 emulated host (run with
+# l1host.check).
+L1_OVS_START = _L1_OVSDB_START + "ovs-vswitchd --pidfile --detach --log-file"
 DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
               "--iova-mode=va")
 
@@ -36,13 +37,7 @@ DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
 # per port (the shared default asks for 262144 mbufs, more than -m 1024);
 # the PMD thread sleeps up to 1 ms when idle (Level 1 has two vCPUs and the
 # Level 2 guest needs one).
-L1_OVS_DPDK_START = (
-    "mkdir -p /run/openvswitch /etc/openvswitch /var/log/openvswitch && "
-    "rm -f /etc/openvswitch/conf.db && "
-    "ovsdb-tool create /etc/openvswitch/conf.db /usr/share/openvswitch/vswitch.ovsschema && "
-    "ovsdb-server /etc/openvswitch/conf.db --remote=punix:/run/openvswitch/db.sock "
-    "--pidfile --detach --log-file && "
-    "ovs-vsctl --no-wait init && "
+L1_OVS_DPDK_START = _L1_OVSDB_START + (
     "ovs-vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true "
     f"other_config:dpdk-extra='{DPDK_EXTRA}' other_config:per-port-memory=true "
     "other_config:pmd-sleep-max=1000 && "

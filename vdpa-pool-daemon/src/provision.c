@@ -284,6 +284,22 @@ static char *vhost_path(const char *name, GError **error)
 	return NULL;
 }
 
+/* Bind vDPA device @name (taken) to vhost_vdpa; it becomes e's backend. */
+static bool use_vdpa_dev(struct vpd_entry *e, char *name, GError **error)
+{
+	g_autofree char *owned = name;
+
+	if (!bind_vhost_vdpa(owned, error))
+		return false;
+	g_free(e->vhost_path);
+	e->vhost_path = vhost_path(owned, error);
+	if (!e->vhost_path)
+		return false;
+	g_free(e->vdpa_dev);
+	e->vdpa_dev = g_steal_pointer(&owned);
+	return true;
+}
+
 static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 			    const char *devdir, struct vpd_entry *e, GError **error)
 {
@@ -314,15 +330,7 @@ static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 			return fail(error, "PF %s VF %u: vdpa dev add name %s mgmtdev %s: %s",
 				    pf->name, e->vf, name, mgmt, nl_geterror(err));
 	}
-	if (!bind_vhost_vdpa(name, error))
-		return false;
-	g_free(e->vhost_path);
-	e->vhost_path = vhost_path(name, error);
-	if (!e->vhost_path)
-		return false;
-	g_free(e->vdpa_dev);
-	e->vdpa_dev = g_steal_pointer(&name);
-	return true;
+	return use_vdpa_dev(e, g_steal_pointer(&name), error);
 }
 
 bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error)
@@ -402,15 +410,7 @@ static bool ensure_vduse_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 			return fail(error, "PF %s VF %u: vdpa dev add name %s mgmtdev vduse: %s",
 				    pf->name, e->vf, name, nl_geterror(err));
 	}
-	if (!bind_vhost_vdpa(name, error))
-		return false;
-	g_free(e->vhost_path);
-	e->vhost_path = vhost_path(name, error);
-	if (!e->vhost_path)
-		return false;
-	g_free(e->vdpa_dev);
-	e->vdpa_dev = g_steal_pointer(&name);
-	return true;
+	return use_vdpa_dev(e, g_steal_pointer(&name), error);
 }
 
 bool vpd_provision_vduse(struct vpd_provision *p, struct vpd_pools *pools, GError **error)
