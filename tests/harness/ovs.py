@@ -91,9 +91,11 @@ class OvsDpdk:
         self.vsctl("--no-wait init")
         # pmd-sleep-max lets the PMD thread sleep when idle: this machine has
         # two cores and the TCG guest needs one.
+        # Mempools per port: the shared default asks for 262144 mbufs,
+        # more than -m 1024 holds (the port's link then never comes up).
         self.vsctl(f'--no-wait set Open_vSwitch . other_config:dpdk-init=true '
                    f'other_config:dpdk-extra="{DPDK_EXTRA}" '
-                   f'other_config:pmd-sleep-max=1000')
+                   f'other_config:per-port-memory=true other_config:pmd-sleep-max=1000')
         self.chroot(f"/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "
                     f"unix:{CHROOT_RUN}/db.sock --pidfile={CHROOT_RUN}/ovs-vswitchd.pid "
                     f"--detach --log-file={CHROOT_RUN}/ovs-vswitchd.log", timeout=120)
