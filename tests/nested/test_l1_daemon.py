@@ -22,7 +22,7 @@ import time
 import pytest
 
 from harness import paths
-from harness.e2e import l1_path, start_daemon, stop_daemon
+from harness.e2e import daemon_binary, start_daemon, stop_daemon
 from harness.ovs import L1_OVS_START
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
@@ -126,8 +126,7 @@ def free(l1host, pool):
 
 
 def test_daemon_provisions_and_serves(l1host):
-    daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
-                                  "vdpa-pool-daemon"))
+    daemon = daemon_binary()
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
     pf = l1host.new_netdevsim(7)
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF.format(pf=pf)}EOF")
@@ -343,8 +342,7 @@ def test_daemon_ovs_ports_and_flows(l1host):
     and configured (VLAN, MAC with spoof checking, rate), shuts it when the
     link is disabled or the client dies, and keeps claimed VFs' flows across
     its own restart.  OVS's own ofproto/trace shows where packets go."""
-    daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
-                                  "vdpa-pool-daemon"))
+    daemon = daemon_binary()
     poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
     l1host.check(L1_OVS_START, timeout=120)

@@ -26,7 +26,7 @@ import time
 import pytest
 
 from harness import paths
-from harness.e2e import l1_path, start_daemon
+from harness.e2e import daemon_binary, l1_path, start_daemon
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -84,8 +84,7 @@ def qarg(value):
 
 @pytest.fixture(scope="module")
 def libvirt_host(l1host):
-    daemon = l1_path(os.path.join(os.environ["VSRIOV_BUILD_OURS"], "vdpa-pool-daemon",
-                                  "vdpa-pool-daemon"))
+    daemon = daemon_binary()
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
     pf = l1host.new_netdevsim(3)
     l1host.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n"
