@@ -109,8 +109,6 @@ def drop_count(l1, port):
 class System:
     """Level 1 set up, and the VM (Level 2) on it, once start() returned."""
 
-    VM_MAC = "52:54:00:00:01:00"
-
     def __init__(self, l1, pool="tenant-a", count=4):
         self.l1, self.pool, self.count = l1, pool, count
         self.l2 = self.pf = self.pf_dev = None
@@ -130,7 +128,7 @@ class System:
         l1.check(f"cat > /tmp/vpd_client.py <<'EOF'\n{CLIENT}EOF")
         start_daemon(l1, daemon_binary())
 
-    def vm_args(self, pf_vhost):
+    def vm_args(self, pf_vhost, mac):
         return ["-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
                 "-machine", "memory-backend=mem0",
                 "-netdev", f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet",
@@ -138,14 +136,16 @@ class System:
                            f"pool={self.pool},count={self.count},lazy=on",
                 "-device", "pcie-root-port,id=rp0,chassis=1",
                 "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-                           f"mac={self.VM_MAC},romfile=",
+                           f"mac={mac},romfile=",
                 "-virtfs", "local,path=/scratch/tools,mount_tag=tools,security_model=none,"
                            "readonly=on"]
 
-    def start_vm(self, name="vm1"):
-        """The VM: its PF a VDUSE port, its VFs from the daemon (lazy)."""
+    def start_vm(self, name="vm1", mac="52:54:00:00:01:00"):
+        """The VM: its PF a VDUSE port (MAC mac), its VFs from the daemon
+        (lazy)."""
         pf_vhost = vduse_port(self.l1, f"{name}-pf")
-        self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(pf_vhost), boot_timeout=600)
+        self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(pf_vhost, mac),
+                                   boot_timeout=600)
         self.l2.check("mkdir -p /mnt/tools && mount -t 9p -o trans=virtio,version=9p2000.L "
                       "tools /mnt/tools")
         self.pf = self.l2.check("for d in /sys/bus/pci/devices/*; do "

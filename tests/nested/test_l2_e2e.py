@@ -13,8 +13,10 @@ through the PF, and the tests below check on real traffic, from both ends
 and from OVS's own counters, that the switch does what the guest asked:
 same VLAN passes, other VLANs do not, a forged source MAC is dropped (and
 counted) while the pod's real traffic passes, max_tx_rate caps a stream,
-link state disable/enable, a daemon restart does not stop a stream, and
-VFs the guest disables go back to the pool, default-deny, claimable again.
+link state disable/enable, a daemon restart does not stop a stream, a
+second VM of another tenant on the same switch is isolated and cannot join
+the first tenant's VLAN, and VFs the guest disables go back to the pool,
+default-deny, claimable again.
 
 The tests share one Level 1 host and one VM (a module fixture) and run in
 file order; each leaves the pods as it found them."""
@@ -167,6 +169,32 @@ def test_daemon_restart_does_not_stop_a_stream(system):
     vf = PODS["c"][0]
     l2.check(f"ip link set {s.pf_dev} vf {vf} vlan 160")
     assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
+
+
+def test_two_tenants_vms_are_isolated(system):
+    """A second VM, of tenant-b (VLANs 200-299), on the same switch: its pod
+    reaches none of tenant-a's pods, and its guest cannot put its VF into
+    tenant-a's VLAN (the daemon refuses; the port keeps its VLAN)."""
+    s = system
+    vm2 = System(s.l1, pool="tenant-b", count=1)
+    vm2.start_vm("vm2", mac="52:54:00:00:02:00")
+    try:
+        vm2.enable_vfs(1)
+        vm2.add_pod("x", 0, "02:00:00:00:0b:09", 200, "10.40.0.9/24")
+        port = vf_port(4)  # tenant-b's first VF
+        assert s.l1.check(f"ovs-vsctl get Port {port} tag").strip() == "200"
+        vm2.l2.wait_until("ip -n x link show net1 | grep -q LOWER_UP", timeout=60)
+        assert vm2.ping("x", "10.40.0.1", count=3, wait=2) == 0
+        assert s.ping("a", "10.40.0.9", count=3, wait=2) == 0
+        r = vm2.l2.run(f"ip link set {vm2.pf_dev} vf 0 vlan 100")
+        assert r.status != 0 and "Operation not permitted" in r.stderr, r
+        assert s.l1.check(f"ovs-vsctl get Port {port} tag").strip() == "200"
+        # tenant-a's pods still reach each other.
+        assert s.ping("a", "10.40.0.2", count=3) == 3
+        vm2.del_pod("x")
+        vm2.enable_vfs(0)
+    finally:
+        vm2.l2.stop()
 
 
 def test_disabled_vfs_return_to_the_pool(system):
