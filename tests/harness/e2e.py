@@ -95,15 +95,24 @@ def port_stats(l1, port):
     """OVS's live counters of a port (rx: from the VF into the switch)."""
     out = l1.check(f"ovs-ofctl dump-ports {BRIDGE} {port_no(l1, port)}")
     rx = re.search(r"rx pkts=(\d+), bytes=(\d+)", out)
-    tx = re.search(r"tx pkts=(\d+), bytes=(\d+)", out)
+    tx = re.search(r"tx pkts=(\d+), bytes=(\d+), drop=(\d+)", out)
     return {"rx_pkts": int(rx.group(1)), "rx_bytes": int(rx.group(2)),
-            "tx_pkts": int(tx.group(1)), "tx_bytes": int(tx.group(2))}
+            "tx_pkts": int(tx.group(1)), "tx_bytes": int(tx.group(2)),
+            "tx_drop": int(tx.group(3))}
 
 
 def drop_count(l1, port):
     """Packets the port's drop flows (default-deny, spoof check) counted."""
     out = l1.check(f"ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} in_port={port_no(l1, port)}")
     return sum(int(m.group(1)) for m in re.finditer(r"n_packets=(\d+).*actions=drop", out))
+
+
+def qos_drops(l1, port):
+    """Frames from the VF that OVS-DPDK's ingress policer dropped."""
+    out = l1.check(f"ovs-vsctl get Interface {port} statistics")
+    m = re.search(r"ovs_rx_qos_drops=(\d+)", out)
+    assert m, out
+    return int(m.group(1))
 
 
 class System:
