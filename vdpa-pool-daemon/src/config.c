@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -258,8 +259,30 @@ static bool section_header(struct parser *p, char *line, GError **error)
 static bool daemon_key(struct parser *p, const char *key, const char *val,
 		       GError **error)
 {
+	static const struct {
+		const char *key;
+		uint64_t min, max;
+		size_t off;
+	} limits[] = {
+		{ "max-clients", 1, 65536, offsetof(struct vpd_config, max_clients) },
+		{ "max-clients-per-uid", 1, 65536,
+		  offsetof(struct vpd_config, max_clients_per_uid) },
+		{ "idle-timeout", 0, 86400, offsetof(struct vpd_config, idle_timeout) },
+		{ "io-timeout", 1, 3600, offsetof(struct vpd_config, io_timeout) },
+	};
 	char **slot = NULL;
+	uint64_t v;
 
+	for (unsigned i = 0; i < G_N_ELEMENTS(limits); i++) {
+		if (strcmp(key, limits[i].key))
+			continue;
+		if (!parse_uint(val, limits[i].max, &v) || v < limits[i].min)
+			return fail(p, error, "%s must be a number from %" G_GUINT64_FORMAT
+				    " to %" G_GUINT64_FORMAT ", not '%s'", key, limits[i].min,
+				    limits[i].max, val);
+		*(unsigned *)((char *)p->cfg + limits[i].off) = v;
+		return true;
+	}
 	if (!strcmp(key, "socket"))
 		slot = &p->cfg->socket_path;
 	else if (!strcmp(key, "state"))
@@ -454,6 +477,10 @@ struct vpd_config *vpd_config_parse(const char *text, const char *filename,
 	cfg->socket_path = g_strdup("/run/vdpa-pool-daemon/api.sock");
 	cfg->state_path = g_strdup("/var/lib/vdpa-pool-daemon/state");
 	cfg->ovsdb = g_strdup("unix:/run/openvswitch/db.sock");
+	cfg->max_clients = 256;
+	cfg->max_clients_per_uid = 16;
+	cfg->idle_timeout = 300;
+	cfg->io_timeout = 10;
 	p.cfg = cfg;
 	p.pool_pf_names = g_ptr_array_new_with_free_func(g_free);
 	p.pool_pf_lines = g_ptr_array_new();

@@ -26,6 +26,7 @@
 
 #include <glib-unix.h>
 #include <stdio.h>
+#include <sys/resource.h>
 
 static gboolean quit(gpointer loop)
 {
@@ -55,6 +56,33 @@ static gboolean tick_ovs(gpointer data)
 
 	vpd_ovs_tick(t->ovs, t->pools);
 	return G_SOURCE_CONTINUE;
+}
+
+/*
+ * As many fds as the hard limit allows, and no more clients than they
+ * serve: each client is one fd, and claims (up to 253 vhost-vdpa fds at
+ * once), OVS and the pidfds of restored claims need some besides.
+ */
+static void fit_fd_limit(struct vpd_server_limits *l)
+{
+	const unsigned reserve = 512;
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+		return;
+	if (r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &r) < 0)
+			getrlimit(RLIMIT_NOFILE, &r);
+	}
+	if (r.rlim_cur != RLIM_INFINITY && l->max_clients + reserve > r.rlim_cur) {
+		unsigned fit = r.rlim_cur > reserve + 16 ? r.rlim_cur - reserve : 16;
+
+		g_warning("max-clients = %u does not fit the limit of %llu open files "
+			  "(%u kept for claims and OVS): serving at most %u clients",
+			  l->max_clients, (unsigned long long)r.rlim_cur, reserve, fit);
+		l->max_clients = fit;
+	}
 }
 
 static void fake_backends(struct vpd_pools *pools, const char *dir)
@@ -90,6 +118,7 @@ int main(int argc, char **argv)
 	struct vpd_provision *prov = NULL;
 	struct vpd_ovs *ovs = NULL;
 	struct ovs_tick tick;
+	struct vpd_server_limits limits;
 	struct vpd_state *state;
 	struct vpd_server *server;
 	GMainLoop *loop;
@@ -153,6 +182,14 @@ int main(int argc, char **argv)
 		vpd_provision_free(prov);
 		return 1;
 	}
+	limits = (struct vpd_server_limits) {
+		.max_clients = cfg->max_clients,
+		.max_clients_per_uid = cfg->max_clients_per_uid,
+		.idle_timeout = cfg->idle_timeout,
+		.io_timeout = cfg->io_timeout,
+	};
+	fit_fd_limit(&limits);
+	vpd_server_set_limits(server, &limits);
 	if (ovs) {
 		vpd_server_set_apply(server, apply_ovs, ovs);
 		vpd_server_set_flows(server, flows_ovs, ovs);

@@ -19,23 +19,46 @@
 #include <unistd.h>
 
 #define MAX_FDS 253             /* SCM_MAX_FD */
+#define LOG_INTERVAL_US (10 * G_USEC_PER_SEC)
+
+/* A reply not yet (wholly) sent; it holds its own copies of the fds. */
+struct out_msg {
+	GBytes *bytes;
+	gsize off;
+	int fds[MAX_FDS];
+	unsigned nfds;
+};
 
 struct client {
 	struct vpd_server *s;
 	uint64_t id;
 	int fd;
 	guint src;
+	GIOCondition watching;
 	struct ucred cred;
 	GByteArray *in;
+	GQueue out;                     /* struct out_msg *, oldest first */
+	gint64 last_in;                 /* monotonic: when it last sent bytes */
+	gint64 out_since;               /* monotonic: when the oldest reply was queued */
+};
+
+/* At most one log line per interval for what a hostile client can repeat. */
+struct ratelimit {
+	gint64 last;
+	unsigned suppressed;
 };
 
 struct vpd_server {
 	struct vpd_pools *pools;
 	char *socket_path;
 	struct vpd_state *state;
+	struct vpd_server_limits limits;
 	int listen_fd;
 	guint listen_src;
+	guint resume_src;               /* accepting paused: fds ran out */
+	guint timer_src;                /* timeouts of the clients, each second */
 	GHashTable *clients;            /* id -> struct client * */
+	GHashTable *per_uid;            /* uid -> connections of that uid */
 	GHashTable *orphan_watches;     /* pid -> source id */
 	uint64_t next_id;
 	vpd_apply_fn apply;
@@ -43,16 +66,49 @@ struct vpd_server {
 	vpd_flows_fn flows;
 	void *flows_opaque;
 	char *flows_failed;             /* during one STATUS: why OVS could not say */
+	struct ratelimit refused_log, fds_log;
 };
+
+static bool ratelimit_ok(struct ratelimit *r, unsigned *suppressed)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (r->last && now - r->last < LOG_INTERVAL_US) {
+		r->suppressed++;
+		return false;
+	}
+	*suppressed = r->suppressed;
+	r->suppressed = 0;
+	r->last = now;
+	return true;
+}
+
+static void out_msg_free(gpointer data)
+{
+	struct out_msg *o = data;
+
+	for (unsigned i = 0; i < o->nfds; i++)
+		close(o->fds[i]);
+	g_bytes_unref(o->bytes);
+	g_free(o);
+}
 
 static void client_free(gpointer data)
 {
 	struct client *c = data;
+	struct vpd_server *s = c->s;
+	gpointer key = GUINT_TO_POINTER(c->cred.uid);
+	unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid, key));
 
+	if (n > 1)
+		g_hash_table_insert(s->per_uid, key, GUINT_TO_POINTER(n - 1));
+	else
+		g_hash_table_remove(s->per_uid, key);
 	if (c->src)
 		g_source_remove(c->src);
 	close(c->fd);
 	g_byte_array_unref(c->in);
+	g_queue_clear_full(&c->out, out_msg_free);
 	g_free(c);
 }
 
@@ -102,43 +158,94 @@ static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static bool send_all(struct client *c, GBytes *msg, const int *fds, unsigned nfds)
+/*
+ * Send what can go now without blocking; false when the connection failed.
+ * The fds go with the first byte of o.
+ */
+static bool send_some(struct client *c, struct out_msg *o)
 {
-	gsize len;
-	const uint8_t *data = g_bytes_get_data(msg, &len);
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	gsize len;
+	const uint8_t *data = g_bytes_get_data(o->bytes, &len);
+	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	/* The socket blocks for at most SO_SNDTIMEO: a stuck client is dropped. */
-	while (len) {
-		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		len -= n;
-		iov.iov_base = (uint8_t *)iov.iov_base + n;
-		iov.iov_len = len;
+	while (o->off < len) {
+		iov.iov_base = (void *)(data + o->off);
+		iov.iov_len = len - o->off;
 		mh.msg_control = NULL;
 		mh.msg_controllen = 0;
+		if (o->nfds) {
+			struct cmsghdr *cm;
+
+			mh.msg_control = u.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->nfds);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->nfds);
+			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->nfds);
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0)
+			return false;
+		o->off += n;
+		for (unsigned i = 0; i < o->nfds; i++)
+			close(o->fds[i]);
+		o->nfds = 0;
 	}
 	return true;
+}
+
+/* Send the queued replies in order; false when the connection failed. */
+static bool flush_out(struct client *c)
+{
+	struct out_msg *o;
+
+	while ((o = g_queue_peek_head(&c->out))) {
+		if (!send_some(c, o))
+			return false;
+		if (o->off < g_bytes_get_size(o->bytes))
+			return true;
+		out_msg_free(g_queue_pop_head(&c->out));
+		c->out_since = g_get_monotonic_time();
+	}
+	return true;
+}
+
+/*
+ * Queue a reply (with copies of fds) and send what the socket takes now;
+ * never blocks.  A client that does not read its replies is dropped after
+ * io-timeout (server_tick); until then it gets no more answers, since no
+ * further request of it is read (client_watch).
+ */
+static bool send_all(struct client *c, GBytes *msg, const int *fds, unsigned nfds)
+{
+	struct out_msg *o = g_new0(struct out_msg, 1);
+
+	o->bytes = g_bytes_ref(msg);
+	for (unsigned i = 0; i < nfds; i++) {
+		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		if (o->fds[i] < 0) {
+			g_warning("client pid %d: cannot pass fds: %s", c->cred.pid,
+				  g_strerror(errno));
+			out_msg_free(o);
+			return false;
+		}
+		o->nfds++;
+	}
+	if (g_queue_is_empty(&c->out))
+		c->out_since = g_get_monotonic_time();
+	g_queue_push_tail(&c->out, o);
+	return flush_out(c);
 }
 
 static bool send_error(struct client *c, uint32_t seq, int errnum, const char *message)
@@ -434,26 +541,33 @@ static void client_gone(struct client *c)
 
 	if (n)
 		g_message("client pid %d went away: %u VF(s) released", c->cred.pid, n);
-	c->src = 0;
 	g_hash_table_remove(s->clients, &c->id);
 }
 
-static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
-{
-	(void)cond;
-	struct client *c = data;
-	uint8_t buf[4096];
-	ssize_t n;
+static gboolean client_ready(int fd, GIOCondition cond, gpointer data);
 
-	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return G_SOURCE_CONTINUE;
-	if (n <= 0) {
-		client_gone(c);
-		return G_SOURCE_REMOVE;
-	}
-	g_byte_array_append(c->in, buf, n);
-	while (c->in->len >= VPD_HEADER_SIZE) {
+/*
+ * Watch for what the client's state needs: its replies' sending while
+ * some are queued (and nothing of it is read meanwhile, so a client that
+ * does not read cannot make the daemon queue more), else its requests.
+ */
+static void client_watch(struct client *c)
+{
+	GIOCondition want = (g_queue_is_empty(&c->out) ? G_IO_IN : G_IO_OUT) |
+			    G_IO_HUP | G_IO_ERR;
+
+	if (c->src && c->watching == want)
+		return;
+	if (c->src)
+		g_source_remove(c->src);
+	c->watching = want;
+	c->src = g_unix_fd_add(c->fd, want, client_ready, c);
+}
+
+/* Handle the complete requests received, while their replies go out. */
+static bool client_process(struct client *c)
+{
+	while (g_queue_is_empty(&c->out) && c->in->len >= VPD_HEADER_SIZE) {
 		g_autoptr(GError) err = NULL;
 		gssize total = vpd_msg_total_len(c->in->data, c->in->len, &err);
 		g_autoptr(GBytes) msg = NULL;
@@ -461,18 +575,102 @@ static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
 		if (total < 0) {
 			g_message("client pid %d: %s; closing its connection", c->cred.pid,
 				  err->message);
-			client_gone(c);
-			return G_SOURCE_REMOVE;
+			return false;
 		}
 		if (c->in->len < (gsize)total)
 			break;
 		msg = g_bytes_new(c->in->data, total);
 		g_byte_array_remove_range(c->in, 0, total);
-		if (!handle(c, msg)) {
+		if (!handle(c, msg))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The source's callback may destroy its own source (client_watch, and
+ * client_free through client_gone): it always answers CONTINUE and never
+ * touches c once c is gone.
+ */
+static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
+{
+	struct client *c = data;
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (cond & G_IO_OUT) {
+		if (!flush_out(c)) {
 			client_gone(c);
-			return G_SOURCE_REMOVE;
+			return G_SOURCE_CONTINUE;
+		}
+	} else if (cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return G_SOURCE_CONTINUE;
+		if (n <= 0) {
+			client_gone(c);
+			return G_SOURCE_CONTINUE;
+		}
+		c->last_in = g_get_monotonic_time();
+		g_byte_array_append(c->in, buf, n);
+	}
+	if ((cond & (G_IO_HUP | G_IO_ERR)) && !(cond & G_IO_IN) && !g_queue_is_empty(&c->out)) {
+		client_gone(c);
+		return G_SOURCE_CONTINUE;
+	}
+	if (!client_process(c)) {
+		client_gone(c);
+		return G_SOURCE_CONTINUE;
+	}
+	client_watch(c);
+	return G_SOURCE_CONTINUE;
+}
+
+static unsigned claims_of(struct vpd_server *s, uint64_t client)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		n += e->claimed && e->client == client;
+	}
+	return n;
+}
+
+/* Each second: drop clients stuck half-way, close idle ones. */
+static gboolean server_tick(gpointer data)
+{
+	struct vpd_server *s = data;
+	const struct vpd_server_limits *l = &s->limits;
+	gint64 now = g_get_monotonic_time();
+	gint64 io = (gint64)l->io_timeout * G_USEC_PER_SEC;
+	gint64 idle = (gint64)l->idle_timeout * G_USEC_PER_SEC;
+	g_autoptr(GPtrArray) drop = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer value;
+
+	g_hash_table_iter_init(&it, s->clients);
+	while (g_hash_table_iter_next(&it, NULL, &value)) {
+		struct client *c = value;
+
+		if (!g_queue_is_empty(&c->out) && now - c->out_since > io) {
+			g_message("client pid %d uid %u has not read its reply for %u s; "
+				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
+			g_ptr_array_add(drop, c);
+		} else if (c->in->len && now - c->last_in > io) {
+			g_message("client pid %d uid %u left a request half sent for %u s; "
+				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
+			g_ptr_array_add(drop, c);
+		} else if (idle && g_queue_is_empty(&c->out) && now - c->last_in > idle &&
+			   !claims_of(s, c->id)) {
+			g_debug("client pid %d uid %u idle for %u s, holding no VF: closing",
+				c->cred.pid, c->cred.uid, l->idle_timeout);
+			g_ptr_array_add(drop, c);
 		}
 	}
+	for (unsigned i = 0; i < drop->len; i++)
+		client_gone(drop->pdata[i]);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -496,32 +694,132 @@ static void adopt_orphans(struct vpd_server *s, struct client *c)
 	}
 }
 
+static gboolean new_client(int fd, GIOCondition cond, gpointer data);
+
+static gboolean resume_accepting(gpointer data)
+{
+	struct vpd_server *s = data;
+
+	s->resume_src = 0;
+	s->listen_src = g_unix_fd_add(s->listen_fd, G_IO_IN, new_client, s);
+	return G_SOURCE_REMOVE;
+}
+
+/*
+ * Out of file descriptors: the pending connection would wake the loop
+ * again at once, so stop watching the socket for a moment (connections
+ * wait in its backlog) instead of spinning.
+ */
+static void pause_accepting(struct vpd_server *s, int errnum)
+{
+	unsigned suppressed;
+
+	if (ratelimit_ok(&s->fds_log, &suppressed))
+		g_warning("cannot accept connections: %s (%u clients); pausing 250 ms%s",
+			  g_strerror(errnum), g_hash_table_size(s->clients),
+			  suppressed ? " (and earlier times not logged)" : "");
+	g_source_remove(s->listen_src);
+	s->listen_src = 0;
+	s->resume_src = g_timeout_add(250, resume_accepting, s);
+}
+
+/* Tell a refused peer why (best effort, never blocking), then close. */
+static void refuse(struct vpd_server *s, int fd, const struct ucred *cred, int errnum,
+		   const char *why)
+{
+	struct vpd_builder b;
+	g_autoptr(GBytes) msg = NULL;
+	const void *data;
+	gsize len;
+	unsigned suppressed;
+
+	vpd_builder_init(&b, VPD_MSG_ERROR, 0);
+	vpd_put_u32(&b, VPD_A_ERRNO, errnum);
+	vpd_put_str(&b, VPD_A_MESSAGE, why);
+	msg = vpd_builder_finish(&b);
+	data = g_bytes_get_data(msg, &len);
+	if (send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		g_debug("refused connection: %s", g_strerror(errno));
+	close(fd);
+	if (ratelimit_ok(&s->refused_log, &suppressed))
+		g_message("connection of pid %d uid %u refused: %s%s", cred->pid, cred->uid,
+			  why, suppressed ? " (and earlier ones not logged)" : "");
+}
+
+/* Whether one more connection of cred fits the limits; why not in why. */
+static bool admit(struct vpd_server *s, const struct ucred *cred, char **why)
+{
+	const struct vpd_server_limits *l = &s->limits;
+	unsigned total = g_hash_table_size(s->clients);
+	unsigned reserve = MIN(8, l->max_clients / 2);
+	unsigned mine = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
+							     GUINT_TO_POINTER(cred->uid)));
+
+	/* root keeps a few connections for itself (vdpa-poolctl status). */
+	if (cred->uid == 0) {
+		if (total < l->max_clients)
+			return true;
+	} else if (mine >= l->max_clients_per_uid) {
+		*why = g_strdup_printf("too many connections from uid %u (max-clients-per-uid "
+				       "= %u)", cred->uid, l->max_clients_per_uid);
+		return false;
+	} else if (total < l->max_clients - reserve) {
+		return true;
+	}
+	*why = g_strdup_printf("too many connections (max-clients = %u)", l->max_clients);
+	return false;
+}
+
 static gboolean new_client(int fd, GIOCondition cond, gpointer data)
 {
 	(void)cond;
 	struct vpd_server *s = data;
-	struct timeval tv = { .tv_sec = 1 };
-	socklen_t len = sizeof(struct ucred);
+	socklen_t len;
+	struct ucred cred;
 	struct client *c;
 	int cfd;
 
-	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-	if (cfd < 0)
-		return G_SOURCE_CONTINUE;
-	c = g_new0(struct client, 1);
-	c->s = s;
-	c->fd = cfd;
-	c->in = g_byte_array_new();
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
-		g_warning("SO_PEERCRED: %s; connection refused", g_strerror(errno));
-		client_free(c);
-		return G_SOURCE_CONTINUE;
+	/* A batch per wake-up: a flood of connections cannot starve the rest. */
+	for (unsigned i = 0; i < 32; i++) {
+		g_autofree char *why = NULL;
+		unsigned mine;
+
+		cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accepting(s, errno);
+			/* EAGAIN: none left; ECONNABORTED, EINTR, ...: the next one. */
+			if (errno == EAGAIN || errno == EWOULDBLOCK || !s->listen_src)
+				return G_SOURCE_CONTINUE;
+			continue;
+		}
+		len = sizeof(cred);
+		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			g_warning("SO_PEERCRED: %s; connection refused", g_strerror(errno));
+			close(cfd);
+			continue;
+		}
+		if (!admit(s, &cred, &why)) {
+			refuse(s, cfd, &cred, EUSERS, why);
+			continue;
+		}
+		c = g_new0(struct client, 1);
+		c->s = s;
+		c->fd = cfd;
+		c->cred = cred;
+		c->in = g_byte_array_new();
+		g_queue_init(&c->out);
+		c->last_in = g_get_monotonic_time();
+		c->id = ++s->next_id;
+		mine = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
+							    GUINT_TO_POINTER(cred.uid)));
+		g_hash_table_insert(s->per_uid, GUINT_TO_POINTER(cred.uid),
+				    GUINT_TO_POINTER(mine + 1));
+		g_hash_table_insert(s->clients, &c->id, c);
+		adopt_orphans(s, c);
+		client_watch(c);
 	}
-	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	c->id = ++s->next_id;
-	g_hash_table_insert(s->clients, &c->id, c);
-	adopt_orphans(s, c);
-	c->src = g_unix_fd_add(cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, client_ready, c);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -610,7 +908,7 @@ struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_pa
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	unlink(socket_path);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    chmod(socket_path, 0666) < 0 || listen(fd, 64) < 0) {
+	    chmod(socket_path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 			    "cannot listen on %s: %s", socket_path, g_strerror(errno));
 		if (fd >= 0)
@@ -622,7 +920,13 @@ struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_pa
 	s->socket_path = g_strdup(socket_path);
 	s->state = state;
 	s->listen_fd = fd;
+	s->limits = (struct vpd_server_limits) {
+		.max_clients = 256, .max_clients_per_uid = 16,
+		.idle_timeout = 300, .io_timeout = 10,
+	};
 	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
+	s->per_uid = g_hash_table_new(NULL, NULL);
+	s->timer_src = g_timeout_add_seconds(1, server_tick, s);
 	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
 	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
 	return s;
@@ -632,6 +936,11 @@ void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque)
 {
 	s->flows = fn;
 	s->flows_opaque = opaque;
+}
+
+void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits)
+{
+	s->limits = *limits;
 }
 
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque)
@@ -644,10 +953,15 @@ void vpd_server_free(struct vpd_server *s)
 {
 	if (!s)
 		return;
-	g_source_remove(s->listen_src);
+	if (s->listen_src)
+		g_source_remove(s->listen_src);
+	if (s->resume_src)
+		g_source_remove(s->resume_src);
+	g_source_remove(s->timer_src);
 	close(s->listen_fd);
 	unlink(s->socket_path);
 	g_hash_table_unref(s->clients);
+	g_hash_table_unref(s->per_uid);
 	g_hash_table_unref(s->orphan_watches);
 	g_free(s->socket_path);
 	g_free(s);

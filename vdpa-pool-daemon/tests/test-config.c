@@ -14,6 +14,7 @@ static const char *good =
 	"socket = /run/vpd/api.sock   # comment after a value\n"
 	"state = /var/lib/vpd/state\n"
 	"ovs-bridge = br-test\n"
+	"io-timeout = 7\n"
 	"\n"
 	"[pf ens1f0]\n"
 	"num-vfs = 8\n"
@@ -54,6 +55,11 @@ static void test_good_file(void)
 	g_assert_cmpstr(cfg->state_path, ==, "/var/lib/vpd/state");
 	g_assert_cmpstr(cfg->ovs_bridge, ==, "br-test");
 	g_assert_cmpstr(cfg->ovsdb, ==, "unix:/run/openvswitch/db.sock");
+	/* The limits on API connections, as documented (good sets io-timeout). */
+	g_assert_cmpuint(cfg->max_clients, ==, 256);
+	g_assert_cmpuint(cfg->max_clients_per_uid, ==, 16);
+	g_assert_cmpuint(cfg->idle_timeout, ==, 300);
+	g_assert_cmpuint(cfg->io_timeout, ==, 7);
 	g_assert_cmpuint(cfg->pfs->len, ==, 2);
 	g_assert_cmpuint(cfg->pools->len, ==, 3);
 
@@ -109,6 +115,14 @@ static const struct bad_case bad_cases[] = {
 	  "bad.conf:2: 'socket' must be an absolute path" },
 	{ "unknown-daemon-key", "[daemon]\nsockets = /x\n",
 	  "bad.conf:2: unknown key 'sockets' in [daemon]" },
+	{ "max-clients-zero", "[daemon]\nmax-clients = 0\n",
+	  "bad.conf:2: max-clients must be a number from 1 to 65536, not '0'" },
+	{ "per-uid-not-number", "[daemon]\nmax-clients-per-uid = many\n",
+	  "bad.conf:2: max-clients-per-uid must be a number from 1 to 65536, not 'many'" },
+	{ "idle-too-long", "[daemon]\nidle-timeout = 86401\n",
+	  "bad.conf:2: idle-timeout must be a number from 0 to 86400, not '86401'" },
+	{ "io-timeout-zero", "[daemon]\nio-timeout = 0\n",
+	  "bad.conf:2: io-timeout must be a number from 1 to 3600, not '0'" },
 	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",
 	  "bad.conf:2: num-vfs must be a number from 0 to 256, not 'eight'" },
 	{ "numvfs-too-big", "[pf a]\nnum-vfs = 257\n",
