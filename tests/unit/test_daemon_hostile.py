@@ -262,3 +262,28 @@ def test_out_of_fds_pauses_accepting_and_does_not_spin(daemon):
         s.sendall(vpd.encode(vpd.QUERY, 5, []))
         assert struct.unpack("<IHHII", s.recv(16, socket.MSG_WAITALL))[2] == vpd.REPLY
         s.close()
+
+
+def test_vf_whose_device_cannot_be_opened_is_quarantined(daemon):
+    """A VF whose vhost-vdpa device cannot be opened (at Level 1: a former
+    claimant still holds it, EBUSY; here the fake device is missing) does
+    not fail the claims: it is skipped and shown quarantined until it can be
+    opened again."""
+    dev = os.path.join(daemon.d, "dev", "a-0")
+    os.rename(dev, dev + ".away")
+    with daemon.client() as c:
+        got = c.claim("a", 2)
+        assert [v["VF_INDEX"] for v, _ in got] == [1, 2]
+        vpd.close_fds([fd for _, fd in got])
+        state = {v["VF_INDEX"]: v["COUNT"] for v in c.status() if v["POOL"] == "a"}
+        assert state == {0: 3, 1: 1, 2: 1}, state
+        with pytest.raises(vpd.DaemonError) as e:
+            c.claim("a", 1)
+        assert e.value.message == "pool 'a' has 0 free VF(s), 1 asked"
+        assert "VF 0 of pool 'a' quarantined: cannot open" in daemon.logtext()
+        os.rename(dev + ".away", dev)
+        wait_for(lambda: "VF 0 of pool 'a' usable again" in daemon.logtext(), 15,
+                 "the quarantined VF back in the pool")
+        got = c.claim("a", 1)
+        assert got[0][0]["VF_INDEX"] == 0
+        vpd.close_fds([fd for _, fd in got])

@@ -88,7 +88,7 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (!e->claimed && !strcmp(e->pool->name, pool))
+		if (!e->claimed && !e->quarantined && !strcmp(e->pool->name, pool))
 			n++;
 	}
 	return n;
@@ -127,7 +127,7 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 	for (unsigned i = 0; i < pools->entries->len && n; i++) {
 		struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (e->claimed || e->pool != cfg_pool)
+		if (e->claimed || e->quarantined || e->pool != cfg_pool)
 			continue;
 		e->claimed = true;
 		e->client = client;

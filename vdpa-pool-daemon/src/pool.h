@@ -43,6 +43,12 @@ struct vpd_entry {
 	unsigned vf;                  /* VF index of pool->pf */
 	uint8_t default_mac[6];
 	bool claimed;
+	/*
+	 * Free, but its vhost-vdpa device could not be opened (another
+	 * process still holds it, or it is gone): no claim takes it until
+	 * the server finds it usable again.
+	 */
+	bool quarantined;
 	uint64_t client;              /* claimant's connection id */
 	uid_t uid;
 	pid_t pid;

@@ -20,6 +20,7 @@
 
 #define MAX_FDS 253             /* SCM_MAX_FD */
 #define LOG_INTERVAL_US (10 * G_USEC_PER_SEC)
+#define QUARANTINE_PROBE_S 2    /* seconds between tries of quarantined VFs */
 
 /* A reply not yet (wholly) sent; it holds its own copies of the fds. */
 struct out_msg {
@@ -57,6 +58,8 @@ struct vpd_server {
 	guint listen_src;
 	guint resume_src;               /* accepting paused: fds ran out */
 	guint timer_src;                /* timeouts of the clients, each second */
+	unsigned ticks;
+	bool probing;                   /* quarantined VFs being tried */
 	GHashTable *clients;            /* id -> struct client * */
 	GHashTable *per_uid;            /* uid -> connections of that uid */
 	GHashTable *orphan_watches;     /* pid -> source id */
@@ -289,7 +292,8 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 		vpd_put_str(b, VPD_A_POOL, e->pool->name);
 		if (e->claimed && e->owner)
 			vpd_put_str(b, VPD_A_OWNER, e->owner);
-		vpd_put_u32(b, VPD_A_COUNT, e->claimed ? (e->client ? 1 : 2) : 0);
+		vpd_put_u32(b, VPD_A_COUNT, e->claimed ? (e->client ? 1 : 2) :
+			    e->quarantined ? 3 : 0);
 	}
 	vpd_put_bytes(b, VPD_A_MAC, a->mac, 6);
 	vpd_put_u16(b, VPD_A_VLAN, a->vlan);
@@ -348,6 +352,13 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 		return send_error(c, m->seq, EINVAL, "CLAIM needs POOL and COUNT");
 	if (n > MAX_FDS)
 		return send_error(c, m->seq, EINVAL, "at most 253 VFs per CLAIM");
+	/*
+	 * A VF whose device cannot be opened (a former claimant still holds
+	 * it open: vhost-vdpa has one opener at a time) is quarantined and the
+	 * claim tried again without it: one bad VF must not fail every claim.
+	 * Each round quarantines one more VF, so this ends.
+	 */
+retry:
 	if (!vpd_pools_claim(s->pools, pool, c->id, c->cred.uid, c->cred.gid, c->cred.pid,
 			     owner ? owner : "", n, got, &err)) {
 		g_message("claim of %u VF(s) from pool '%s' by pid %d uid %u refused: %s", n,
@@ -356,21 +367,29 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 	}
 	for (i = 0; i < got->len; i++) {
 		struct vpd_entry *e = got->pdata[i];
+		int errnum;
 
 		fds[i] = e->vhost_path ? open(e->vhost_path, O_RDWR | O_CLOEXEC) : -1;
-		if (fds[i] < 0) {
+		if (fds[i] >= 0)
+			continue;
+		errnum = errno;
+		while (i--)
+			close(fds[i]);
+		for (unsigned j = 0; j < got->len; j++)
+			vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
+		g_ptr_array_set_size(got, 0);
+		if (e->vhost_path) {
+			e->quarantined = true;
+			g_warning("VF %u of pool '%s' quarantined: cannot open %s: %s", e->vf,
+				  pool, e->vhost_path, g_strerror(errnum));
+			goto retry;
+		} else {
 			g_autofree char *msg = g_strdup_printf(
-				"cannot open %s for VF %u of pool '%s': %s",
-				e->vhost_path ? e->vhost_path : "(no vhost-vdpa device)", e->vf,
-				pool, e->vhost_path ? g_strerror(errno) : "not provisioned");
-			int errnum = e->vhost_path ? errno : ENODEV;
+				"cannot open (no vhost-vdpa device) for VF %u of pool '%s': "
+				"not provisioned", e->vf, pool);
 
-			while (i--)
-				close(fds[i]);
-			for (unsigned j = 0; j < got->len; j++)
-				vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
 			g_warning("%s", msg);
-			return send_error(c, m->seq, errnum, msg);
+			return send_error(c, m->seq, ENODEV, msg);
 		}
 	}
 	/* Their datapath opens (flows of a claimed VF), all or none. */
@@ -638,6 +657,92 @@ static unsigned claims_of(struct vpd_server *s, uint64_t client)
 	return n;
 }
 
+/* ---- quarantined VFs ----------------------------------------------------- */
+
+struct probe {
+	GArray *handles;        /* unsigned: entries probed */
+	GPtrArray *paths;       /* their vhost-vdpa devices */
+	GArray *usable;         /* unsigned: those that opened */
+};
+
+static void probe_free(gpointer data)
+{
+	struct probe *p = data;
+
+	g_array_unref(p->handles);
+	g_ptr_array_unref(p->paths);
+	g_array_unref(p->usable);
+	g_free(p);
+}
+
+/* In a worker thread: opening a vDPA device resets it, which may wait. */
+static void probe_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+	(void)source;
+	(void)cancel;
+	struct probe *p = data;
+
+	for (unsigned i = 0; i < p->paths->len; i++) {
+		int fd = open(p->paths->pdata[i], O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			close(fd);
+			g_array_append_val(p->usable, g_array_index(p->handles, unsigned, i));
+		}
+	}
+	g_task_return_boolean(task, true);
+}
+
+static void probe_done(GObject *source, GAsyncResult *res, gpointer data)
+{
+	(void)source;
+	struct vpd_server *s = data;
+	struct probe *p = g_task_get_task_data(G_TASK(res));
+
+	s->probing = false;
+	for (unsigned i = 0; i < p->usable->len; i++) {
+		struct vpd_entry *e = s->pools->entries->pdata[g_array_index(p->usable,
+									     unsigned, i)];
+
+		if (e->quarantined) {
+			e->quarantined = false;
+			g_message("VF %u of pool '%s' usable again: back in the pool", e->vf,
+				  e->pool->name);
+		}
+	}
+}
+
+/* Try the quarantined VFs' devices again, off the loop's thread. */
+static void probe_quarantined(struct vpd_server *s)
+{
+	struct probe *p;
+	GTask *task;
+
+	if (s->probing)
+		return;
+	p = g_new0(struct probe, 1);
+	p->handles = g_array_new(false, false, sizeof(unsigned));
+	p->paths = g_ptr_array_new_with_free_func(g_free);
+	p->usable = g_array_new(false, false, sizeof(unsigned));
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		if (e->quarantined && e->vhost_path) {
+			g_array_append_val(p->handles, e->handle);
+			g_ptr_array_add(p->paths, g_strdup(e->vhost_path));
+		}
+	}
+	if (!p->paths->len) {
+		probe_free(p);
+		return;
+	}
+	s->probing = true;
+	task = g_task_new(NULL, NULL, probe_done, s);
+	g_task_set_task_data(task, p, probe_free);
+	g_task_run_in_thread(task, probe_thread);
+	g_object_unref(task);
+}
+
 /* Each second: drop clients stuck half-way, close idle ones. */
 static gboolean server_tick(gpointer data)
 {
@@ -671,6 +776,8 @@ static gboolean server_tick(gpointer data)
 	}
 	for (unsigned i = 0; i < drop->len; i++)
 		client_gone(drop->pdata[i]);
+	if (++s->ticks % QUARANTINE_PROBE_S == 0)
+		probe_quarantined(s);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -957,6 +1064,9 @@ void vpd_server_free(struct vpd_server *s)
 		g_source_remove(s->listen_src);
 	if (s->resume_src)
 		g_source_remove(s->resume_src);
+	/* A probe still running would complete into freed memory. */
+	while (s->probing)
+		g_main_context_iteration(NULL, true);
 	g_source_remove(s->timer_src);
 	close(s->listen_fd);
 	unlink(s->socket_path);
