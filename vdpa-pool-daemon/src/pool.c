@@ -237,7 +237,10 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 		return invalid(error, "pool '%s' enforces spoof checking", p->name);
 	if (a->link_state > VPD_LINK_DISABLE)
 		return invalid(error, "link state %d unknown", a->link_state);
-	/* max_tx_rate 0 means "no limit of the client's own": the pool's applies. */
+	/*
+	 * max_tx_rate 0 means "no limit of the client's own": the pool's
+	 * applies (vpd_entry_max_tx_rate), so a client cannot lift it.
+	 */
 	if (p->max_tx_rate_mbps && a->max_tx_rate > p->max_tx_rate_mbps)
 		return invalid(error, "tx rate above pool '%s''s limit of %llu Mbit/s", p->name,
 			       (unsigned long long)p->max_tx_rate_mbps);
@@ -252,4 +255,14 @@ bool vpd_entry_passes(const struct vpd_entry *e)
 {
 	return e->claimed && e->attrs.link_state != VPD_LINK_DISABLE &&
 	       (e->attrs.vlan || e->pool->vlan_min == 0);
+}
+
+uint32_t vpd_entry_max_tx_rate(const struct vpd_entry *e)
+{
+	uint64_t cap = e->pool->max_tx_rate_mbps;
+	uint32_t asked = e->attrs.max_tx_rate;
+
+	if (cap && (!asked || asked > cap))
+		return cap;
+	return asked;
 }

@@ -89,6 +89,13 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
  * one of them: untagged is another tenant's network).
  */
 bool vpd_entry_passes(const struct vpd_entry *e);
+/*
+ * The transmit rate e is held to, Mbit/s (0: none): its client's
+ * max_tx_rate, or its pool's max-tx-rate when the client set none (0) or,
+ * were it ever so, more.  The attribute stays what the client set; this is
+ * what the datapath enforces.
+ */
+uint32_t vpd_entry_max_tx_rate(const struct vpd_entry *e);
 void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out);
 
 typedef struct vpd_pools vpd_pools;

@@ -232,6 +232,45 @@ static void test_default_macs(struct fixture *f, gconstpointer data)
 	}
 }
 
+/*
+ * A pool's max-tx-rate caps every claimed VF: one whose client set no rate
+ * (0, also a fresh claim's default) is limited to the pool's, one whose
+ * client set a lower rate to that; the attribute stays what the client set.
+ */
+static void test_pool_rate_caps_vfs(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_vf_attrs a;
+	struct vpd_entry *e, *unlimited;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "a", 7, 0, 0, 1, "vm", 1, got, &err));
+	e = got->pdata[0];
+	g_assert_cmpuint(e->attrs.max_tx_rate, ==, 0);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	a = e->attrs;
+	mac_in_prefix(&a);
+	a.vlan = 100;
+	a.max_tx_rate = 300;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 300);
+	a.max_tx_rate = 0;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_cmpuint(e->attrs.max_tx_rate, ==, 0);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	/* Above the pool's: refused, as before. */
+	a.max_tx_rate = 1001;
+	g_assert_false(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_INVALID);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	/* A pool without max-tx-rate: what the client set, 0 unlimited. */
+	g_ptr_array_set_size(got, 0);
+	g_assert_true(vpd_pools_claim(f->pools, "b", 7, 0, 0, 1, "vm", 1, got, NULL));
+	unlimited = got->pdata[0];
+	g_assert_cmpuint(vpd_entry_max_tx_rate(unlimited), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -240,6 +279,8 @@ int main(int argc, char **argv)
 	g_test_add("/pool/claim-refusals", struct fixture, NULL, setup, test_claim_refusals,
 		   teardown);
 	g_test_add("/pool/default-macs", struct fixture, NULL, setup, test_default_macs,
+		   teardown);
+	g_test_add("/pool/rate-cap", struct fixture, NULL, setup, test_pool_rate_caps_vfs,
 		   teardown);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/pool/attrs/%s", attr_cases[i].name);
