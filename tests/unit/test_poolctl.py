@@ -21,6 +21,9 @@ def test_example_config_is_valid():
     assert p.returncode == 0, p.stderr
     assert "pool tenant-a: pf ens1f0np0 VFs 0-3 (4 free), VLANs 100-199, MAC policy prefix" \
         in p.stdout
+    # lab says no mac-policy: its VFs keep the daemon's MACs
+    lab = next(line for line in p.stdout.splitlines() if line.startswith("pool lab:"))
+    assert lab.endswith(", MAC policy locked"), lab
     j = json.loads(poolctl("check", "--json", EXAMPLE).stdout)
     assert [pool["name"] for pool in j["pools"]] == ["tenant-a", "tenant-b", "lab"]
     assert j["pfs"][1] == {"name": "eni0np1", "num_vfs": 4, "switchdev": True}

@@ -210,6 +210,8 @@ static bool new_pool(struct parser *p, const char *name, GError **error)
 	p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
 	p->pool->last_vf = UINT32_MAX;
 	p->pool->spoof_check = true;
+	/* A client changes a VF's MAC only where the admin said it may. */
+	p->pool->mac_policy = VPD_MAC_LOCKED;
 	p->pool->line = p->line;
 	g_ptr_array_add(p->cfg->pools, p->pool);
 	g_ptr_array_add(p->pool_pf_names, NULL);

@@ -206,6 +206,7 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 {
 	const struct vpd_pool *p = e->pool;
 	static const uint8_t zero[6];
+	bool own_mac;
 
 	(void)pools;
 	if (!check_owner(e, client, error))
@@ -213,9 +214,15 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 	if ((a->mac[0] & 1) || !memcmp(a->mac, zero, 6))
 		return invalid(error, "MAC %02x:%02x:%02x:%02x:%02x:%02x is not a unicast address",
 			       a->mac[0], a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
-	if (p->mac_policy == VPD_MAC_LOCKED && memcmp(a->mac, e->default_mac, 6))
+	/*
+	 * The daemon's MAC for the VF is its own under every policy: a client
+	 * may keep it, or go back to it (as SR-IOV CNI's DEL does).
+	 */
+	own_mac = !memcmp(a->mac, e->default_mac, 6);
+	if (p->mac_policy == VPD_MAC_LOCKED && !own_mac)
 		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
-	if (p->mac_policy == VPD_MAC_PREFIX && memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
+	if (p->mac_policy == VPD_MAC_PREFIX && !own_mac &&
+	    memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
 		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
 	if (a->vlan > 4094)
 		return invalid(error, "VLAN %u is not a VLAN id (0-4094)", a->vlan);

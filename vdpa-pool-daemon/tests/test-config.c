@@ -81,8 +81,10 @@ static void test_good_file(void)
 	g_assert_false(b->spoof_check);
 	g_assert_false(vpd_pool_allows(b, 1000, 1000));
 
-	/* A pool without vfs= takes every VF of its PF. */
+	/* A pool without vfs= takes every VF of its PF; without mac-policy,
+	 * its VFs keep the daemon's MACs. */
 	lab = vpd_config_find_pool(cfg, "lab");
+	g_assert_cmpint(lab->mac_policy, ==, VPD_MAC_LOCKED);
 	g_assert_cmpuint(lab->first_vf, ==, 0);
 	g_assert_cmpuint(lab->last_vf, ==, 3);
 	g_assert_false(lab->pf->switchdev);
@@ -188,6 +190,17 @@ static void test_vduse_pf(void)
 	g_assert_cmpstr(name, ==, "vpd-sw0-3");
 }
 
+/* mac-policy = any must be asked for: the default is locked. */
+static void test_mac_policy_any(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = vpd_config_parse(
+		"[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nmac-policy = any\n", "m.conf", &err);
+
+	g_assert_no_error(err);
+	g_assert_cmpint(vpd_config_find_pool(cfg, "p")->mac_policy, ==, VPD_MAC_ANY);
+}
+
 static void test_load_file(void)
 {
 	g_autoptr(GError) err = NULL;
@@ -218,6 +231,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/good", test_good_file);
 	g_test_add_func("/config/load", test_load_file);
 	g_test_add_func("/config/vduse", test_vduse_pf);
+	g_test_add_func("/config/mac-policy-any", test_mac_policy_any);
 	for (unsigned i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/config/bad/%s", bad_cases[i].name);
 
