@@ -3,6 +3,7 @@
 daemon and its fixture are test_daemon.py's): pool a of its configuration
 lets clients choose MACs (mac-policy = any), pool b has the default policy,
 locked."""
+import errno
 import os
 
 import pytest
@@ -29,3 +30,26 @@ def test_mac_policy_defaults_to_locked(daemon):
         # Its own MAC, the daemon's, it may set (as QEMU does with the rest).
         out = c.set_attrs(vf["HANDLE"], mac=vf["MAC"], link_state=1)
         assert (out["MAC"], out["LINK_STATE"]) == (vf["MAC"], 1)
+
+
+def test_mac_of_another_vf_is_refused(daemon):
+    """No two VFs share a MAC: one another VF has (in any pool) or the
+    daemon's MAC of another VF is EADDRINUSE; a VF's own is never in use."""
+    with daemon.client() as c1, daemon.client() as c2:
+        v1, v2 = claim_one(c1, "a"), claim_one(c2, "a")
+        c1.set_attrs(v1["HANDLE"], vlan=100, mac="02:00:00:00:00:10")
+        c1.set_attrs(v1["HANDLE"], vlan=101, mac="02:00:00:00:00:10")
+        b_mac = next(v["MAC"] for v in c1.status() if v["POOL"] == "b")
+        for mac, msg in (("02:00:00:00:00:10", "is in use by another VF"),
+                         (b_mac, "is the daemon's MAC of another VF"),
+                         (v1["MAC"], "is the daemon's MAC of another VF")):
+            with pytest.raises(vpd.DaemonError) as e:
+                c2.set_attrs(v2["HANDLE"], vlan=100, mac=mac)
+            assert e.value.errno == errno.EADDRINUSE
+            assert e.value.message == f"MAC {mac} {msg}"
+        (now,) = c2.query()
+        assert (now["MAC"], now["VLAN"]) == (v2["MAC"], 0)
+        # Given up by the first VF, the MAC may go to the second.
+        c1.set_attrs(v1["HANDLE"], mac="02:00:00:00:00:11")
+        assert c2.set_attrs(v2["HANDLE"], mac="02:00:00:00:00:10")["MAC"] == \
+            "02:00:00:00:00:10"

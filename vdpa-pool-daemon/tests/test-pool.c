@@ -180,7 +180,7 @@ static const struct attr_case attr_cases[] = {
 	{ "locked-link-down-spoof-off", "b", link_down, NULL },
 	{ "locked-mac-change", "b", locked_mac_change,
 	  "pool 'b' does not let clients change VF MACs" },
-	{ "any-mac-change", "c", locked_mac_change, NULL },
+	{ "any-mac-change", "c", mac_outside_prefix, NULL },
 	{ "any-mac-multicast", "c", mac_multicast, NULL /* message checked by suffix */ },
 };
 
@@ -278,6 +278,90 @@ static void test_pool_rate_caps_vfs(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(vpd_entry_max_tx_rate(unlimited), ==, 0);
 }
 
+/*
+ * No two VFs the daemon manages share a MAC: a client may not take the MAC
+ * another VF has (of any pool), nor the daemon's MAC of another VF, free or
+ * not (that VF gets it back at its next claim).
+ */
+static void test_mac_in_use(struct fixture *f, gconstpointer data)
+{
+	static const uint8_t x[6] = { 0x02, 0, 0, 0, 0, 0x10 };
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *e8, *e9, *b4 = f->pools->entries->pdata[4];
+	struct vpd_vf_attrs a;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, "vm7", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 1, "vm8", 1, got, &err));
+	e8 = got->pdata[0];
+	e9 = got->pdata[1];
+	a = e8->attrs;
+	memcpy(a.mac, x, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, e8, 7, &a, &err));
+	/* Setting it again (with a change of VLAN) is no conflict with itself. */
+	a.vlan = 0;
+	a.link_state = VPD_LINK_ENABLE;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e8, 7, &a, &err));
+
+	a = e9->attrs;
+	memcpy(a.mac, x, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_assert_cmpstr(err->message, ==, "MAC 02:00:00:00:00:10 is in use by another VF");
+	g_clear_error(&err);
+	g_assert_cmpmem(e9->attrs.mac, 6, e9->default_mac, 6);
+	/* The daemon's MAC of a free VF of another pool: reserved for it. */
+	g_assert_false(b4->claimed);
+	memcpy(a.mac, b4->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_assert_true(g_str_has_suffix(err->message, " is the daemon's MAC of another VF"));
+	g_clear_error(&err);
+	/* ... and of e8, which has another MAC now. */
+	memcpy(a.mac, e8->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	/* Once e8 lets go of x (release: back to its own MAC), e9 may take it. */
+	g_assert_true(vpd_pools_release(f->pools, e8, 7, &err));
+	memcpy(a.mac, x, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_no_error(err);
+}
+
+/*
+ * PF names that g_str_hash() maps alike ("pfaar" and "pfac0") would give
+ * their VFs the same MACs: the daemon's MACs are distinct all the same, and
+ * stable (the same file gives the same MACs).
+ */
+static void test_default_macs_distinct_across_pfs(void)
+{
+	static const char *text =
+		"[pf pfaar]\nnum-vfs = 2\n[pf pfac0]\nnum-vfs = 2\n"
+		"[pool p]\npf = pfaar\n[pool q]\npf = pfac0\n";
+	g_autoptr(vpd_config) cfg = vpd_config_parse(text, "h.conf", NULL);
+	g_autoptr(vpd_config) cfg2 = vpd_config_parse(text, "h.conf", NULL);
+	g_autoptr(vpd_pools) pools = NULL;
+	g_autoptr(vpd_pools) again = NULL;
+
+	g_assert_cmpuint(g_str_hash("pfaar"), ==, g_str_hash("pfac0"));
+	pools = vpd_pools_new(cfg);
+	again = vpd_pools_new(cfg2);
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+		struct vpd_entry *same = again->entries->pdata[i];
+
+		g_assert_cmpmem(e->default_mac, 6, same->default_mac, 6);
+		g_assert_cmpmem(e->attrs.mac, 6, e->default_mac, 6);
+		for (unsigned j = 0; j < i; j++) {
+			struct vpd_entry *o = pools->entries->pdata[j];
+
+			g_assert_cmpint(memcmp(e->default_mac, o->default_mac, 6), !=, 0);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -289,6 +373,9 @@ int main(int argc, char **argv)
 		   teardown);
 	g_test_add("/pool/rate-cap", struct fixture, NULL, setup, test_pool_rate_caps_vfs,
 		   teardown);
+	g_test_add("/pool/mac-in-use", struct fixture, NULL, setup, test_mac_in_use, teardown);
+	g_test_add_func("/pool/default-macs-distinct-across-pfs",
+			test_default_macs_distinct_across_pfs);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/pool/attrs/%s", attr_cases[i].name);
 
