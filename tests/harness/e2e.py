@@ -13,7 +13,8 @@ from .ovs import L1_OVS_DPDK_START
 
 BRIDGE = "br-vsriov"
 # The guest gives its pods' VFs MACs of its own (mac-policy = any; the
-# daemon's default, locked, would refuse them).
+# daemon's default, locked, would refuse them).  The pools' VLANs are
+# disjoint: the daemon refuses pools that share one on its bridge.
 CONF = f"""[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state

@@ -5,6 +5,7 @@ lets clients choose MACs (mac-policy = any), pool b has the default policy,
 locked."""
 import errno
 import os
+import subprocess
 
 import pytest
 
@@ -53,3 +54,20 @@ def test_mac_of_another_vf_is_refused(daemon):
         c1.set_attrs(v1["HANDLE"], mac="02:00:00:00:00:11")
         assert c2.set_attrs(v2["HANDLE"], mac="02:00:00:00:00:10")["MAC"] == \
             "02:00:00:00:00:10"
+
+
+def test_daemon_refuses_pools_sharing_a_vlan_on_its_bridge(tmp_path):
+    conf = tmp_path / "vpd.conf"
+    conf.write_text(f"[daemon]\nsocket = {tmp_path}/api.sock\nstate = {tmp_path}/state\n"
+                    "ovs-bridge = br0\n[pf eni0np1]\nnum-vfs = 4\n"
+                    "[pool a]\npf = eni0np1\nvfs = 0-1\nvlans = 100-199\n"
+                    "[pool b]\npf = eni0np1\nvfs = 2-3\nvlans = 199-200\n")
+    p = subprocess.run([test_daemon.daemon_binary(), "-c", str(conf),
+                        "--fake-vhost-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, **test_daemon.SAN_ENV))
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert p.stderr == (f"vdpa-pool-daemon: {conf}:11: pool 'b' shares VLAN 199 with pool "
+                        "'a' (line 7) on OVS bridge 'br0'\n")
+    assert not os.path.exists(tmp_path / "api.sock")
