@@ -12,6 +12,9 @@ from . import golang, paths
 from .ovs import L1_OVS_DPDK_START
 
 BRIDGE = "br-vsriov"
+# The guest gives its pods' VFs MACs of its own (mac-policy = any; the
+# daemon's default, locked, would refuse them).  The pools' VLANs are
+# disjoint: the daemon refuses pools that share one on its bridge.
 CONF = f"""[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
@@ -25,10 +28,12 @@ pf = sw0
 vfs = 0-3
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool tenant-b]
 pf = sw0
 vfs = 4-5
 vlans = 200-299
+mac-policy = any
 """
 # Runs in Level 1 with the harness's protocol client.
 CLIENT = r"""

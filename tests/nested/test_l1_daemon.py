@@ -39,6 +39,7 @@ pf = {pf}
 vfs = 0-5
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool b]
 pf = {pf}
 vfs = 6-7
@@ -314,6 +315,7 @@ pf = {pf}
 vfs = 0-5
 vlans = 100-199
 max-tx-rate = 10000
+mac-policy = any
 [pool b]
 pf = {pf}
 vfs = 6-7

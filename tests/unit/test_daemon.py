@@ -28,6 +28,7 @@ pf = eni0np1
 vfs = 0-2
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool b]
 pf = eni0np1
 vfs = 3

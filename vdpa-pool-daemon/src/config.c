@@ -5,8 +5,9 @@
  * The syntax is deliberately small (docs/daemon-config.md): "[section]" or
  * "[kind name]" headers, "key = value" lines, "#" comments.  Values are
  * validated as they are read, and the whole file is checked for
- * consistency (pools within their PF's VFs, no VF in two pools) before it
- * is accepted: a bad file changes nothing.
+ * consistency (pools within their PF's VFs, no VF in two pools, no VLAN in
+ * two pools on the OVS bridge) before it is accepted: a bad file changes
+ * nothing.
  */
 #include "config.h"
 
@@ -211,6 +212,8 @@ static bool new_pool(struct parser *p, const char *name, GError **error)
 	p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
 	p->pool->last_vf = UINT32_MAX;
 	p->pool->spoof_check = true;
+	/* A client changes a VF's MAC only where the admin said it may. */
+	p->pool->mac_policy = VPD_MAC_LOCKED;
 	p->pool->line = p->line;
 	g_ptr_array_add(p->cfg->pools, p->pool);
 	g_ptr_array_add(p->pool_pf_names, NULL);
@@ -453,12 +456,23 @@ static bool check_config(struct parser *p, GError **error)
 				    pool->pf->num_vfs);
 		for (unsigned j = 0; j < i; j++) {
 			struct vpd_pool *o = cfg->pools->pdata[j];
+			unsigned shared_vlan = MAX(pool->vlan_min, o->vlan_min);
 
 			if (o->pf == pool->pf && pool->first_vf <= o->last_vf &&
 			    o->first_vf <= pool->last_vf)
 				return fail(p, error, "pool '%s' shares VFs of PF '%s' with pool "
 					    "'%s' (line %u)", pool->name, pool->pf->name, o->name,
 					    o->line);
+			/*
+			 * Every pooled VF's port is on the one bridge, switched
+			 * by VLAN: a VLAN of two pools (untagged, 0, too) would
+			 * be one segment of two tenants.
+			 */
+			if (cfg->ovs_bridge && shared_vlan <= MIN(pool->vlan_max, o->vlan_max))
+				return fail(p, error, "pool '%s' shares VLAN %u%s with pool '%s' "
+					    "(line %u) on OVS bridge '%s'", pool->name, shared_vlan,
+					    shared_vlan ? "" : " (untagged)", o->name, o->line,
+					    cfg->ovs_bridge);
 		}
 	}
 	return true;

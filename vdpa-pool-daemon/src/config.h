@@ -19,7 +19,7 @@ GQuark vpd_config_error_quark(void);
 
 enum vpd_mac_policy {
 	VPD_MAC_ANY,      /* the client may set any unicast MAC */
-	VPD_MAC_LOCKED,   /* the daemon's MAC only */
+	VPD_MAC_LOCKED,   /* the daemon's MAC only (the default) */
 	VPD_MAC_PREFIX,   /* unicast MACs starting with mac_prefix */
 };
 

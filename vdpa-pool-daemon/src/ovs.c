@@ -104,6 +104,11 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_f
 	return n;
 }
 
+uint64_t vpd_vf_policing_rate(const struct vpd_entry *e)
+{
+	return e->claimed ? (uint64_t)vpd_entry_max_tx_rate(e) * 1000 : 0;
+}
+
 char *vpd_flow_to_string(const struct vpd_flow *f)
 {
 	GString *s = g_string_new(NULL);
@@ -849,7 +854,7 @@ static void interface_columns(GString *s, const struct vpd_entry *e, uint32_t of
 {
 	static const char *const link[] = { "auto", "enable", "disable" };
 	const struct vpd_vf_attrs *a = &e->attrs;
-	uint64_t rate = e->claimed ? (uint64_t)a->max_tx_rate * 1000 : 0;
+	uint64_t rate = vpd_vf_policing_rate(e);
 	bool first = true;
 	char mac[18], num[32];
 

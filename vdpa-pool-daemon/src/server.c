@@ -275,6 +275,8 @@ static int pool_errno(const GError *err)
 		return EPERM;
 	case VPD_POOL_ERR_EXHAUSTED:
 		return ENOSPC;
+	case VPD_POOL_ERR_MAC_IN_USE:
+		return EADDRINUSE;
 	default:
 		return EINVAL;
 	}
