@@ -64,7 +64,7 @@ def run(calls, where, daemon=None, hostile=False):
     for vf in range(ENTRIES):
         open(os.path.join(d, "dev", f"bench-{vf}"), "w").close()
     with open(os.path.join(d, "vpd.conf"), "w") as f:
-        f.write(f"[daemon]\nsocket = {d}/api.sock\nstate = {d}/state\n"
+        f.write(f"[daemon]\nsocket = {d}/api.sock\nstate = {d}/state\nsocket-mode = 0666\n"
                 f"[pf eni0np1]\nnum-vfs = {ENTRIES}\nvdpa-mgmtdev = vdpasim_net\n"
                 f"[pool bench]\npf = eni0np1\nvfs = 0-{ENTRIES - 1}\n")
     os.chmod(d, 0o755)

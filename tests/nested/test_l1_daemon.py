@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.nested]
 CONF = """[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
+# nobody's claim below is refused by the daemon, not the file system
+socket-mode = 0666
 [pf {pf}]
 num-vfs = 8
 eswitch = switchdev

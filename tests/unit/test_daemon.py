@@ -20,6 +20,8 @@ CONFIG = """
 [daemon]
 socket = {d}/api.sock
 state = {d}/state
+# Other users reach the socket: refusing them is the daemon's job here.
+socket-mode = 0666
 [pf eni0np1]
 num-vfs = 4
 vdpa-mgmtdev = vdpasim_net

@@ -150,6 +150,7 @@ void vpd_config_free(struct vpd_config *cfg)
 	if (!cfg)
 		return;
 	g_free(cfg->socket_path);
+	g_free(cfg->socket_group);
 	g_free(cfg->state_path);
 	g_free(cfg->ovs_bridge);
 	g_free(cfg->ovsdb);
@@ -284,6 +285,25 @@ static bool daemon_key(struct parser *p, const char *key, const char *val,
 				    " to %" G_GUINT64_FORMAT ", not '%s'", key, limits[i].min,
 				    limits[i].max, val);
 		*(unsigned *)((char *)p->cfg + limits[i].off) = v;
+		return true;
+	}
+	if (!strcmp(key, "socket-mode")) {
+		char *end;
+		unsigned long m = strtoul(val, &end, 8);
+
+		/* Read and write for some of owner, group, others; never more. */
+		if (!*val || *end || m > 0777 || (m & 0111) || !(m & 0600))
+			return fail(p, error, "socket-mode must be an octal mode such as 0660 "
+				    "(rw for the owner at least, no x bits), not '%s'", val);
+		p->cfg->socket_mode = m;
+		return true;
+	}
+	if (!strcmp(key, "socket-group")) {
+		if (!valid_name(val) || strlen(val) > 32 || strpbrk(val, ":/"))
+			return fail(p, error, "socket-group must be a group name or gid, "
+				    "not '%s'", val);
+		g_free(p->cfg->socket_group);
+		p->cfg->socket_group = g_strdup(val);
 		return true;
 	}
 	if (!strcmp(key, "socket"))
@@ -491,6 +511,7 @@ struct vpd_config *vpd_config_parse(const char *text, const char *filename,
 	cfg->socket_path = g_strdup("/run/vdpa-pool-daemon/api.sock");
 	cfg->state_path = g_strdup("/var/lib/vdpa-pool-daemon/state");
 	cfg->ovsdb = g_strdup("unix:/run/openvswitch/db.sock");
+	cfg->socket_mode = 0660;
 	cfg->max_clients = 256;
 	cfg->max_clients_per_uid = 16;
 	cfg->idle_timeout = 300;

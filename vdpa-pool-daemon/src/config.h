@@ -59,6 +59,8 @@ struct vpd_config {
 	char *state_path;
 	char *ovs_bridge;            /* NULL: the daemon leaves OVS alone */
 	char *ovsdb;                 /* OVSDB remote, e.g. unix:/run/openvswitch/db.sock */
+	unsigned socket_mode;        /* of the API socket the daemon makes */
+	char *socket_group;          /* its group (name or gid); NULL: root */
 	/* API connections: see struct vpd_server_limits (server.h). */
 	unsigned max_clients, max_clients_per_uid, idle_timeout, io_timeout;
 	GPtrArray *pfs;              /* struct vpd_pf * */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <string.h>
@@ -52,6 +53,7 @@ struct ratelimit {
 struct vpd_server {
 	struct vpd_pools *pools;
 	char *socket_path;
+	bool socket_owned;              /* made here (else passed by systemd) */
 	struct vpd_state *state;
 	struct vpd_server_limits limits;
 	int listen_fd;
@@ -995,12 +997,34 @@ static void remove_source(gpointer id)
 	g_source_remove(GPOINTER_TO_UINT(id));
 }
 
+static struct vpd_server *server_new(struct vpd_pools *pools, const char *socket_path,
+				     bool owned, struct vpd_state *state, int fd)
+{
+	struct vpd_server *s = g_new0(struct vpd_server, 1);
+
+	s->pools = pools;
+	s->socket_path = g_strdup(socket_path);
+	s->socket_owned = owned;
+	s->state = state;
+	s->listen_fd = fd;
+	s->limits = (struct vpd_server_limits) {
+		.max_clients = 256, .max_clients_per_uid = 16,
+		.idle_timeout = 300, .io_timeout = 10,
+	};
+	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
+	s->per_uid = g_hash_table_new(NULL, NULL);
+	s->timer_src = g_timeout_add_seconds(1, server_tick, s);
+	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
+	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
+	return s;
+}
+
 struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
-				  struct vpd_state *state, GError **error)
+				  unsigned mode, gid_t gid, struct vpd_state *state,
+				  GError **error)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	g_autofree char *dir = g_path_get_dirname(socket_path);
-	struct vpd_server *s;
 	int fd;
 
 	if (strlen(socket_path) >= sizeof(addr.sun_path)) {
@@ -1016,29 +1040,50 @@ struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_pa
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	unlink(socket_path);
+	/* Group and mode before listen(): nobody connects in between. */
 	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    chmod(socket_path, 0666) < 0 || listen(fd, SOMAXCONN) < 0) {
+	    chown(socket_path, 0, gid) < 0 || chmod(socket_path, mode) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 			    "cannot listen on %s: %s", socket_path, g_strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
-	s = g_new0(struct vpd_server, 1);
-	s->pools = pools;
-	s->socket_path = g_strdup(socket_path);
-	s->state = state;
-	s->listen_fd = fd;
-	s->limits = (struct vpd_server_limits) {
-		.max_clients = 256, .max_clients_per_uid = 16,
-		.idle_timeout = 300, .io_timeout = 10,
-	};
-	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
-	s->per_uid = g_hash_table_new(NULL, NULL);
-	s->timer_src = g_timeout_add_seconds(1, server_tick, s);
-	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
-	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
-	return s;
+	return server_new(pools, socket_path, true, state, fd);
+}
+
+struct vpd_server *vpd_server_adopt(struct vpd_pools *pools, int fd, struct vpd_state *state,
+				    GError **error)
+{
+	struct sockaddr_un addr;
+	socklen_t len = sizeof(addr);
+	int type, listening;
+	socklen_t olen = sizeof(int);
+
+	if (getsockname(fd, (struct sockaddr *)&addr, &len) < 0 ||
+	    addr.sun_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) < 0 || !listening) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "the socket passed as fd %d is not a listening Unix stream socket",
+			    fd);
+		return NULL;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+			    "the socket passed as fd %d: %s", fd, g_strerror(errno));
+		return NULL;
+	}
+	if (len <= offsetof(struct sockaddr_un, sun_path) || !addr.sun_path[0])
+		strcpy(addr.sun_path, "(unnamed)");
+	return server_new(pools, addr.sun_path, false, state, fd);
+}
+
+const char *vpd_server_socket_path(const struct vpd_server *s)
+{
+	return s->socket_path;
 }
 
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque)
@@ -1071,7 +1116,9 @@ void vpd_server_free(struct vpd_server *s)
 		g_main_context_iteration(NULL, true);
 	g_source_remove(s->timer_src);
 	close(s->listen_fd);
-	unlink(s->socket_path);
+	/* An inherited socket is its supervisor's (systemd's) to remove. */
+	if (s->socket_owned)
+		unlink(s->socket_path);
 	g_hash_table_unref(s->clients);
 	g_hash_table_unref(s->per_uid);
 	g_hash_table_unref(s->orphan_watches);

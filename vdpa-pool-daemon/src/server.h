@@ -50,9 +50,17 @@ struct vpd_server_limits {
 	unsigned max_clients, max_clients_per_uid, idle_timeout, io_timeout;
 };
 
-/* The server records every change of the claims in state (not owned). */
+/*
+ * Listen on socket_path (made anew: group gid, mode mode), or serve fd,
+ * a listening socket passed by systemd's socket activation.  The server
+ * records every change of the claims in state (not owned).
+ */
 struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
-				  struct vpd_state *state, GError **error);
+				  unsigned mode, gid_t gid, struct vpd_state *state,
+				  GError **error);
+struct vpd_server *vpd_server_adopt(struct vpd_pools *pools, int fd, struct vpd_state *state,
+				    GError **error);
+const char *vpd_server_socket_path(const struct vpd_server *s);
 void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);

@@ -57,6 +57,8 @@ static void test_good_file(void)
 	g_assert_cmpstr(cfg->ovs_bridge, ==, "br-test");
 	g_assert_cmpstr(cfg->ovsdb, ==, "unix:/run/openvswitch/db.sock");
 	/* The limits on API connections, as documented (good sets io-timeout). */
+	g_assert_cmpuint(cfg->socket_mode, ==, 0660);
+	g_assert_null(cfg->socket_group);
 	g_assert_cmpuint(cfg->max_clients, ==, 256);
 	g_assert_cmpuint(cfg->max_clients_per_uid, ==, 16);
 	g_assert_cmpuint(cfg->idle_timeout, ==, 300);
@@ -120,6 +122,14 @@ static const struct bad_case bad_cases[] = {
 	  "bad.conf:2: 'socket' must be an absolute path" },
 	{ "unknown-daemon-key", "[daemon]\nsockets = /x\n",
 	  "bad.conf:2: unknown key 'sockets' in [daemon]" },
+	{ "socket-mode-x", "[daemon]\nsocket-mode = 0777\n",
+	  "bad.conf:2: socket-mode must be an octal mode such as 0660 (rw for the owner at "
+	  "least, no x bits), not '0777'" },
+	{ "socket-mode-not-octal", "[daemon]\nsocket-mode = 0668\n",
+	  "bad.conf:2: socket-mode must be an octal mode such as 0660 (rw for the owner at "
+	  "least, no x bits), not '0668'" },
+	{ "socket-group-path", "[daemon]\nsocket-group = a/b\n",
+	  "bad.conf:2: socket-group must be a group name or gid, not 'a/b'" },
 	{ "max-clients-zero", "[daemon]\nmax-clients = 0\n",
 	  "bad.conf:2: max-clients must be a number from 1 to 65536, not '0'" },
 	{ "per-uid-not-number", "[daemon]\nmax-clients-per-uid = many\n",
