@@ -60,9 +60,15 @@ def daemon_binary():
                                 "vdpa-pool-daemon"))
 
 
-def start_daemon(l1, daemon):
+def start_daemon(l1, daemon, wait=True):
+    """Start the daemon on /tmp/vpd.conf; with wait, until it is ready."""
     l1.check(f"rm -f /scratch/vpd.out; setsid {daemon} -c /tmp/vpd.conf "
              f"> /scratch/vpd.out 2>> {DAEMON_LOG} < /dev/null & echo $! > /tmp/vpd.pid")
+    if wait:
+        wait_daemon_ready(l1)
+
+
+def wait_daemon_ready(l1):
     l1.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
                   timeout=120)
     assert "READY" in l1.check("cat /scratch/vpd.out"), l1.check(f"cat {DAEMON_LOG}")

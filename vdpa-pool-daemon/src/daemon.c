@@ -175,6 +175,44 @@ static bool socket_gid(const struct vpd_config *cfg, gid_t *gid, GError **error)
 	return true;
 }
 
+/*
+ * Connect to OVS and make the bridge hold the pools' ports and flows.  OVS
+ * not running yet (or not answering) is waited for, every 2 s, saying so
+ * in the log (every 30 s) and in systemd's status; any other error is
+ * returned.  A SIGTERM meanwhile stops the daemon (nothing to undo yet).
+ */
+static struct vpd_ovs *start_ovs(const struct vpd_config *cfg, struct vpd_pools *pools,
+				 GError **error)
+{
+	gint64 next_log = 0;
+
+	for (unsigned tries = 0;; tries++) {
+		g_autoptr(GError) err = NULL;
+		struct vpd_ovs *ovs = vpd_ovs_new(cfg, &err);
+		gint64 now;
+
+		if (ovs && vpd_ovs_sync(ovs, pools, &err)) {
+			if (tries)
+				g_message("OVS is up: bridge %s synced after %u tries",
+					  cfg->ovs_bridge, tries + 1);
+			return ovs;
+		}
+		vpd_ovs_free(ovs);
+		if (!vpd_ovs_error_is_transient(err)) {
+			g_propagate_error(error, g_steal_pointer(&err));
+			return NULL;
+		}
+		now = g_get_monotonic_time();
+		if (now >= next_log) {
+			g_warning("waiting for OVS (%s): %s; trying again every 2 s",
+				  cfg->ovsdb, err->message);
+			next_log = now + 30 * G_USEC_PER_SEC;
+		}
+		notify("STATUS=waiting for OVS: %s", err->message);
+		g_usleep(2 * G_USEC_PER_SEC);
+	}
+}
+
 static void fake_backends(struct vpd_pools *pools, const char *dir)
 {
 	for (unsigned i = 0; i < pools->entries->len; i++) {
@@ -248,10 +286,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (cfg->ovs_bridge && !fake_dir) {
-		ovs = vpd_ovs_new(cfg, &err);
-		if (!ovs || !vpd_ovs_sync(ovs, pools, &err)) {
+		ovs = start_ovs(cfg, pools, &err);
+		if (!ovs) {
 			fprintf(stderr, "vdpa-pool-daemon: OVS: %s\n", err->message);
-			vpd_ovs_free(ovs);
 			vpd_state_close(state);
 			vpd_provision_free(prov);
 			return 1;

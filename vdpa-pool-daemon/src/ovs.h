@@ -102,4 +102,10 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
  */
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error);
 
+/*
+ * Whether err only says that OVS is not there or not answering (yet):
+ * waiting and trying again may mend it.
+ */
+bool vpd_ovs_error_is_transient(const GError *err);
+
 #endif
