@@ -40,6 +40,7 @@ vdpa-mgmtdev = vdpasim_net
 pf = {pf}
 vlans = 100-199
 allow-uids = 0
+mac-policy = any
 """
 
 # The same daemon and client without OVS: what a SET_ATTRS costs in this
@@ -55,6 +56,7 @@ vdpa-mgmtdev = vdpasim_net
 pf = {pf}
 vlans = 100-199
 allow-uids = 0
+mac-policy = any
 """
 
 TOOLS = r"""#!/bin/bash

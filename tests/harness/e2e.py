@@ -12,6 +12,9 @@ from . import golang, paths
 from .ovs import L1_OVS_DPDK_START
 
 BRIDGE = "br-vsriov"
+# The guest gives its pods' VFs MACs of its own (mac-policy = any; the
+# daemon's default, locked, would refuse them).  The pools' VLANs are
+# disjoint: the daemon refuses pools that share one on its bridge.
 CONF = f"""[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
@@ -25,10 +28,12 @@ pf = sw0
 vfs = 0-3
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool tenant-b]
 pf = sw0
 vfs = 4-5
 vlans = 200-299
+mac-policy = any
 """
 # Runs in Level 1 with the harness's protocol client.
 CLIENT = r"""
@@ -55,9 +60,15 @@ def daemon_binary():
                                 "vdpa-pool-daemon"))
 
 
-def start_daemon(l1, daemon):
+def start_daemon(l1, daemon, wait=True):
+    """Start the daemon on /tmp/vpd.conf; with wait, until it is ready."""
     l1.check(f"rm -f /scratch/vpd.out; setsid {daemon} -c /tmp/vpd.conf "
              f"> /scratch/vpd.out 2>> {DAEMON_LOG} < /dev/null & echo $! > /tmp/vpd.pid")
+    if wait:
+        wait_daemon_ready(l1)
+
+
+def wait_daemon_ready(l1):
     l1.wait_until("grep -qx READY /scratch/vpd.out || ! kill -0 $(cat /tmp/vpd.pid)",
                   timeout=120)
     assert "READY" in l1.check("cat /scratch/vpd.out"), l1.check(f"cat {DAEMON_LOG}")

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from harness import paths
-from harness.e2e import daemon_binary, start_daemon, stop_daemon
+from harness.e2e import DAEMON_LOG, daemon_binary, start_daemon, stop_daemon, wait_daemon_ready
 from harness.ovs import L1_OVS_START
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.nested]
 CONF = """[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
+# nobody's claim below is refused by the daemon, not the file system
+socket-mode = 0666
 [pf {pf}]
 num-vfs = 8
 eswitch = switchdev
@@ -39,6 +41,7 @@ pf = {pf}
 vfs = 0-5
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool b]
 pf = {pf}
 vfs = 6-7
@@ -314,6 +317,7 @@ pf = {pf}
 vfs = 0-5
 vlans = 100-199
 max-tx-rate = 10000
+mac-policy = any
 [pool b]
 pf = {pf}
 vfs = 6-7
@@ -345,12 +349,18 @@ def test_daemon_ovs_ports_and_flows(l1host):
     daemon = daemon_binary()
     poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
-    l1host.check(L1_OVS_START, timeout=120)
     pf = l1host.new_netdevsim(8)
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{OVS_CONF.format(pf=pf)}EOF")
     l1host.check(f"cat > /tmp/vpd-client.py <<'EOF'\n"
                  f"{CLIENT.replace('/run/vpd/', '/run/vpd-ovs/')}EOF")
-    start_daemon(l1host, daemon)
+    # OVS is not running yet: the daemon waits for it and says so, and is
+    # ready once OVS is.
+    start_daemon(l1host, daemon, wait=False)
+    l1host.wait_until(f"grep -q 'waiting for OVS' {DAEMON_LOG}", timeout=120)
+    assert "READY" not in l1host.check("cat /scratch/vpd.out; true")
+    l1host.check(L1_OVS_START, timeout=120)
+    wait_daemon_ready(l1host)
+    assert "OVS is up" in l1host.check(f"cat {DAEMON_LOG}")
 
     # Every VF's representor is a port of br-vpd, port number VF + 1, in
     # VLAN 4095 (free), and the only flow for it drops what it sends.

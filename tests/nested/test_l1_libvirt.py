@@ -34,6 +34,7 @@ QEMU_UID = 64055   # Debian's libvirt-qemu
 CONF = """[daemon]
 socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
+socket-group = libvirt-qemu
 [pf {pf}]
 num-vfs = 6
 eswitch = switchdev
@@ -48,10 +49,12 @@ vfs = 4-5
 """
 # libvirt in Level 1 as a distribution runs it: QEMU as libvirt-qemu, in its
 # own /dev namespace (libvirt's default); no AppArmor/SELinux in Level 1.
-LIBVIRTD_START = f"""
+QEMU_USER = f"""
 id libvirt-qemu >/dev/null 2>&1 ||
     useradd --system --uid {QEMU_UID} --user-group --no-create-home \\
         --shell /usr/sbin/nologin libvirt-qemu
+"""
+LIBVIRTD_START = QEMU_USER + """
 mkdir -p /run/libvirt /var/log/libvirt/qemu /var/lib/libvirt/qemu /var/cache/libvirt/qemu
 cat >> /etc/libvirt/qemu.conf <<'EOF'
 user = "libvirt-qemu"
@@ -89,6 +92,8 @@ def libvirt_host(l1host):
     pf = l1host.new_netdevsim(3)
     l1host.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n"
                  f"{CONF.format(pf=pf, uid=QEMU_UID)}EOF")
+    # The API socket is the daemon's and libvirt-qemu's group's (0660).
+    l1host.check(QEMU_USER)
     start_daemon(l1host, daemon)
     l1host.check(LIBVIRTD_START, timeout=120)
     l1host.wait_until(f"{VIRSH} list", timeout=120)

@@ -20,6 +20,8 @@ CONFIG = """
 [daemon]
 socket = {d}/api.sock
 state = {d}/state
+# Other users reach the socket: refusing them is the daemon's job here.
+socket-mode = 0666
 [pf eni0np1]
 num-vfs = 4
 vdpa-mgmtdev = vdpasim_net
@@ -28,6 +30,7 @@ pf = eni0np1
 vfs = 0-2
 allow-uids = 0
 vlans = 100-199
+mac-policy = any
 [pool b]
 pf = eni0np1
 vfs = 3
@@ -72,8 +75,8 @@ class Daemon:
         return vpd.Client(self.sock)
 
 
-@pytest.fixture
-def daemon():
+def make_daemon(daemon_keys=""):
+    """A started daemon in a fresh folder; daemon_keys go into [daemon]."""
     # Not pytest's tmp_path: other users must reach the socket (their
     # refusal is the daemon's to give, not the file system's).
     d = tempfile.mkdtemp(prefix="vsriov-vpd-")
@@ -84,15 +87,25 @@ def daemon():
             with open(os.path.join(d, "dev", f"{pool}-{vf}"), "w") as f:
                 f.write(f"{pool}-{vf}")
     with open(os.path.join(d, "vpd.conf"), "w") as f:
-        f.write(CONFIG.format(d=d))
-    dm = Daemon(d).start()
-    yield dm
+        f.write(CONFIG.format(d=d).replace("[daemon]\n", "[daemon]\n" + daemon_keys, 1))
+    return Daemon(d).start()
+
+
+def finish_daemon(dm):
+    """Stop dm if it runs; it must not have reported a sanitizer error."""
     if dm.proc.poll() is None:
         dm.stop()
     log = dm.logtext()
-    shutil.rmtree(d)
+    shutil.rmtree(dm.d)
     assert "ERROR: AddressSanitizer" not in log
     assert "runtime error" not in log
+
+
+@pytest.fixture
+def daemon():
+    dm = make_daemon()
+    yield dm
+    finish_daemon(dm)
 
 
 # A client in its own process, which claims and then waits, so that the

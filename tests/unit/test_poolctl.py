@@ -21,6 +21,9 @@ def test_example_config_is_valid():
     assert p.returncode == 0, p.stderr
     assert "pool tenant-a: pf ens1f0np0 VFs 0-3 (4 free), VLANs 100-199, MAC policy prefix" \
         in p.stdout
+    # lab says no mac-policy: its VFs keep the daemon's MACs
+    lab = next(line for line in p.stdout.splitlines() if line.startswith("pool lab:"))
+    assert lab.endswith(", MAC policy locked"), lab
     j = json.loads(poolctl("check", "--json", EXAMPLE).stdout)
     assert [pool["name"] for pool in j["pools"]] == ["tenant-a", "tenant-b", "lab"]
     assert j["pfs"][1] == {"name": "eni0np1", "num_vfs": 4, "switchdev": True}
@@ -33,6 +36,32 @@ def test_bad_config_names_the_line(tmp_path):
     assert p.returncode == 1
     assert p.stderr == (f"vdpa-poolctl: {bad}:5: vlans must be a VLAN id or range within "
                         "0-4094, not '4095'\n")
+
+
+OVERLAP = """[daemon]
+ovs-bridge = br0
+[pf a]
+num-vfs = 2
+[pf b]
+num-vfs = 2
+[pool p]
+pf = a
+[pool q]
+pf = b
+"""
+
+
+def test_pools_sharing_a_vlan_on_the_bridge_are_refused(tmp_path):
+    """Two pools on the daemon's bridge that both have untagged (the default
+    vlans, 0) share a segment: refused, naming both pools and the VLAN."""
+    bad = tmp_path / "overlap.conf"
+    bad.write_text(OVERLAP)
+    p = poolctl("check", str(bad))
+    assert p.returncode == 1
+    assert p.stderr == (f"vdpa-poolctl: {bad}:9: pool 'q' shares VLAN 0 (untagged) with "
+                        "pool 'p' (line 7) on OVS bridge 'br0'\n")
+    bad.write_text(OVERLAP + "vlans = 100-199\n")
+    assert poolctl("check", str(bad)).returncode == 0
 
 
 def test_usage_errors():

@@ -5,13 +5,15 @@
  * The syntax is deliberately small (docs/daemon-config.md): "[section]" or
  * "[kind name]" headers, "key = value" lines, "#" comments.  Values are
  * validated as they are read, and the whole file is checked for
- * consistency (pools within their PF's VFs, no VF in two pools) before it
- * is accepted: a bad file changes nothing.
+ * consistency (pools within their PF's VFs, no VF in two pools, no VLAN in
+ * two pools on the OVS bridge) before it is accepted: a bad file changes
+ * nothing.
  */
 #include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +150,7 @@ void vpd_config_free(struct vpd_config *cfg)
 	if (!cfg)
 		return;
 	g_free(cfg->socket_path);
+	g_free(cfg->socket_group);
 	g_free(cfg->state_path);
 	g_free(cfg->ovs_bridge);
 	g_free(cfg->ovsdb);
@@ -210,6 +213,8 @@ static bool new_pool(struct parser *p, const char *name, GError **error)
 	p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
 	p->pool->last_vf = UINT32_MAX;
 	p->pool->spoof_check = true;
+	/* A client changes a VF's MAC only where the admin said it may. */
+	p->pool->mac_policy = VPD_MAC_LOCKED;
 	p->pool->line = p->line;
 	g_ptr_array_add(p->cfg->pools, p->pool);
 	g_ptr_array_add(p->pool_pf_names, NULL);
@@ -258,8 +263,49 @@ static bool section_header(struct parser *p, char *line, GError **error)
 static bool daemon_key(struct parser *p, const char *key, const char *val,
 		       GError **error)
 {
+	static const struct {
+		const char *key;
+		uint64_t min, max;
+		size_t off;
+	} limits[] = {
+		{ "max-clients", 1, 65536, offsetof(struct vpd_config, max_clients) },
+		{ "max-clients-per-uid", 1, 65536,
+		  offsetof(struct vpd_config, max_clients_per_uid) },
+		{ "idle-timeout", 0, 86400, offsetof(struct vpd_config, idle_timeout) },
+		{ "io-timeout", 1, 3600, offsetof(struct vpd_config, io_timeout) },
+	};
 	char **slot = NULL;
+	uint64_t v;
 
+	for (unsigned i = 0; i < G_N_ELEMENTS(limits); i++) {
+		if (strcmp(key, limits[i].key))
+			continue;
+		if (!parse_uint(val, limits[i].max, &v) || v < limits[i].min)
+			return fail(p, error, "%s must be a number from %" G_GUINT64_FORMAT
+				    " to %" G_GUINT64_FORMAT ", not '%s'", key, limits[i].min,
+				    limits[i].max, val);
+		*(unsigned *)((char *)p->cfg + limits[i].off) = v;
+		return true;
+	}
+	if (!strcmp(key, "socket-mode")) {
+		char *end;
+		unsigned long m = strtoul(val, &end, 8);
+
+		/* Read and write for some of owner, group, others; never more. */
+		if (!*val || *end || m > 0777 || (m & 0111) || !(m & 0600))
+			return fail(p, error, "socket-mode must be an octal mode such as 0660 "
+				    "(rw for the owner at least, no x bits), not '%s'", val);
+		p->cfg->socket_mode = m;
+		return true;
+	}
+	if (!strcmp(key, "socket-group")) {
+		if (!valid_name(val) || strlen(val) > 32 || strpbrk(val, ":/"))
+			return fail(p, error, "socket-group must be a group name or gid, "
+				    "not '%s'", val);
+		g_free(p->cfg->socket_group);
+		p->cfg->socket_group = g_strdup(val);
+		return true;
+	}
 	if (!strcmp(key, "socket"))
 		slot = &p->cfg->socket_path;
 	else if (!strcmp(key, "state"))
@@ -430,12 +476,23 @@ static bool check_config(struct parser *p, GError **error)
 				    pool->pf->num_vfs);
 		for (unsigned j = 0; j < i; j++) {
 			struct vpd_pool *o = cfg->pools->pdata[j];
+			unsigned shared_vlan = MAX(pool->vlan_min, o->vlan_min);
 
 			if (o->pf == pool->pf && pool->first_vf <= o->last_vf &&
 			    o->first_vf <= pool->last_vf)
 				return fail(p, error, "pool '%s' shares VFs of PF '%s' with pool "
 					    "'%s' (line %u)", pool->name, pool->pf->name, o->name,
 					    o->line);
+			/*
+			 * Every pooled VF's port is on the one bridge, switched
+			 * by VLAN: a VLAN of two pools (untagged, 0, too) would
+			 * be one segment of two tenants.
+			 */
+			if (cfg->ovs_bridge && shared_vlan <= MIN(pool->vlan_max, o->vlan_max))
+				return fail(p, error, "pool '%s' shares VLAN %u%s with pool '%s' "
+					    "(line %u) on OVS bridge '%s'", pool->name, shared_vlan,
+					    shared_vlan ? "" : " (untagged)", o->name, o->line,
+					    cfg->ovs_bridge);
 		}
 	}
 	return true;
@@ -454,6 +511,11 @@ struct vpd_config *vpd_config_parse(const char *text, const char *filename,
 	cfg->socket_path = g_strdup("/run/vdpa-pool-daemon/api.sock");
 	cfg->state_path = g_strdup("/var/lib/vdpa-pool-daemon/state");
 	cfg->ovsdb = g_strdup("unix:/run/openvswitch/db.sock");
+	cfg->socket_mode = 0660;
+	cfg->max_clients = 256;
+	cfg->max_clients_per_uid = 16;
+	cfg->idle_timeout = 300;
+	cfg->io_timeout = 10;
 	p.cfg = cfg;
 	p.pool_pf_names = g_ptr_array_new_with_free_func(g_free);
 	p.pool_pf_lines = g_ptr_array_new();

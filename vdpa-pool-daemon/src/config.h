@@ -19,7 +19,7 @@ GQuark vpd_config_error_quark(void);
 
 enum vpd_mac_policy {
 	VPD_MAC_ANY,      /* the client may set any unicast MAC */
-	VPD_MAC_LOCKED,   /* the daemon's MAC only */
+	VPD_MAC_LOCKED,   /* the daemon's MAC only (the default) */
 	VPD_MAC_PREFIX,   /* unicast MACs starting with mac_prefix */
 };
 
@@ -59,6 +59,10 @@ struct vpd_config {
 	char *state_path;
 	char *ovs_bridge;            /* NULL: the daemon leaves OVS alone */
 	char *ovsdb;                 /* OVSDB remote, e.g. unix:/run/openvswitch/db.sock */
+	unsigned socket_mode;        /* of the API socket the daemon makes */
+	char *socket_group;          /* its group (name or gid); NULL: root */
+	/* API connections: see struct vpd_server_limits (server.h). */
+	unsigned max_clients, max_clients_per_uid, idle_timeout, io_timeout;
 	GPtrArray *pfs;              /* struct vpd_pf * */
 	GPtrArray *pools;            /* struct vpd_pool * */
 };

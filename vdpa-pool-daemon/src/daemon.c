@@ -24,8 +24,18 @@
 #include "server.h"
 #include "state.h"
 
+#include <errno.h>
+#include <gio/gio.h>
 #include <glib-unix.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 static gboolean quit(gpointer loop)
 {
@@ -55,6 +65,152 @@ static gboolean tick_ovs(gpointer data)
 
 	vpd_ovs_tick(t->ovs, t->pools);
 	return G_SOURCE_CONTINUE;
+}
+
+/*
+ * As many fds as the hard limit allows, and no more clients than they
+ * serve: each client is one fd, and claims (up to 253 vhost-vdpa fds at
+ * once), OVS and the pidfds of restored claims need some besides.
+ */
+static void fit_fd_limit(struct vpd_server_limits *l)
+{
+	const unsigned reserve = 512;
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0)
+		return;
+	if (r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &r) < 0)
+			getrlimit(RLIMIT_NOFILE, &r);
+	}
+	if (r.rlim_cur != RLIM_INFINITY && l->max_clients + reserve > r.rlim_cur) {
+		unsigned fit = r.rlim_cur > reserve + 16 ? r.rlim_cur - reserve : 16;
+
+		g_warning("max-clients = %u does not fit the limit of %llu open files "
+			  "(%u kept for claims and OVS): serving at most %u clients",
+			  l->max_clients, (unsigned long long)r.rlim_cur, reserve, fit);
+		l->max_clients = fit;
+	}
+}
+
+/*
+ * systemd's notification protocol (sd_notify(3)), without libsystemd: one
+ * datagram to $NOTIFY_SOCKET ("@" for the abstract namespace).  Nothing
+ * when not run by systemd (or Type=notify not set).
+ */
+static void notify(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+static void notify(const char *fmt, ...)
+{
+	const char *path = g_getenv("NOTIFY_SOCKET");
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	g_autofree char *msg = NULL;
+	socklen_t len;
+	va_list ap;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof(addr.sun_path))
+		return;
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	memcpy(addr.sun_path, path, strlen(path));
+	if (path[0] == '@')
+		addr.sun_path[0] = '\0';
+	len = offsetof(struct sockaddr_un, sun_path) + strlen(path);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, msg, strlen(msg), MSG_NOSIGNAL, (struct sockaddr *)&addr, len) < 0)
+		g_debug("NOTIFY_SOCKET %s: %s", path, g_strerror(errno));
+	close(fd);
+}
+
+/*
+ * The API socket systemd passed (socket activation, sd_listen_fds(3)): fd
+ * 3 when $LISTEN_PID is this process and $LISTEN_FDS is 1; -1 when none
+ * was passed; -2 (after a message) when what was passed is not usable.
+ */
+static int listen_fd_passed(void)
+{
+	const char *pid = g_getenv("LISTEN_PID");
+	const char *fds = g_getenv("LISTEN_FDS");
+
+	if (!pid || !fds)
+		return -1;
+	if (g_ascii_strtoll(pid, NULL, 10) != getpid())
+		return -1;
+	g_unsetenv("LISTEN_PID");
+	g_unsetenv("LISTEN_FDS");
+	g_unsetenv("LISTEN_FDNAMES");
+	if (strcmp(fds, "1")) {
+		fprintf(stderr, "vdpa-pool-daemon: systemd passed %s sockets; the daemon "
+			"serves exactly one (ListenStream= in vdpa-pool-daemon.socket)\n", fds);
+		return -2;
+	}
+	return 3;
+}
+
+/* The gid of the configuration's socket-group (a name or a number). */
+static bool socket_gid(const struct vpd_config *cfg, gid_t *gid, GError **error)
+{
+	const struct group *gr;
+	guint64 v;
+
+	*gid = 0;
+	if (!cfg->socket_group)
+		return true;
+	if (g_ascii_string_to_unsigned(cfg->socket_group, 10, 0, UINT32_MAX - 1, &v, NULL)) {
+		*gid = v;
+		return true;
+	}
+	gr = getgrnam(cfg->socket_group);
+	if (!gr) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND,
+			    "socket-group '%s': no such group", cfg->socket_group);
+		return false;
+	}
+	*gid = gr->gr_gid;
+	return true;
+}
+
+/*
+ * Connect to OVS and make the bridge hold the pools' ports and flows.  OVS
+ * not running yet (or not answering) is waited for, every 2 s, saying so
+ * in the log (every 30 s) and in systemd's status; any other error is
+ * returned.  A SIGTERM meanwhile stops the daemon (nothing to undo yet).
+ */
+static struct vpd_ovs *start_ovs(const struct vpd_config *cfg, struct vpd_pools *pools,
+				 GError **error)
+{
+	gint64 next_log = 0;
+
+	for (unsigned tries = 0;; tries++) {
+		g_autoptr(GError) err = NULL;
+		struct vpd_ovs *ovs = vpd_ovs_new(cfg, &err);
+		gint64 now;
+
+		if (ovs && vpd_ovs_sync(ovs, pools, &err)) {
+			if (tries)
+				g_message("OVS is up: bridge %s synced after %u tries",
+					  cfg->ovs_bridge, tries + 1);
+			return ovs;
+		}
+		vpd_ovs_free(ovs);
+		if (!vpd_ovs_error_is_transient(err)) {
+			g_propagate_error(error, g_steal_pointer(&err));
+			return NULL;
+		}
+		now = g_get_monotonic_time();
+		if (now >= next_log) {
+			g_warning("waiting for OVS (%s): %s; trying again every 2 s",
+				  cfg->ovsdb, err->message);
+			next_log = now + 30 * G_USEC_PER_SEC;
+		}
+		notify("STATUS=waiting for OVS: %s", err->message);
+		g_usleep(2 * G_USEC_PER_SEC);
+	}
 }
 
 static void fake_backends(struct vpd_pools *pools, const char *dir)
@@ -90,6 +246,9 @@ int main(int argc, char **argv)
 	struct vpd_provision *prov = NULL;
 	struct vpd_ovs *ovs = NULL;
 	struct ovs_tick tick;
+	struct vpd_server_limits limits;
+	int passed_fd;
+	gid_t gid;
 	struct vpd_state *state;
 	struct vpd_server *server;
 	GMainLoop *loop;
@@ -127,10 +286,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (cfg->ovs_bridge && !fake_dir) {
-		ovs = vpd_ovs_new(cfg, &err);
-		if (!ovs || !vpd_ovs_sync(ovs, pools, &err)) {
+		ovs = start_ovs(cfg, pools, &err);
+		if (!ovs) {
 			fprintf(stderr, "vdpa-pool-daemon: OVS: %s\n", err->message);
-			vpd_ovs_free(ovs);
 			vpd_state_close(state);
 			vpd_provision_free(prov);
 			return 1;
@@ -145,7 +303,18 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	server = vpd_server_new(pools, socket_path ? socket_path : cfg->socket_path, state, &err);
+	passed_fd = socket_path ? -1 : listen_fd_passed();
+	if (passed_fd >= 0) {
+		server = vpd_server_adopt(pools, passed_fd, state, &err);
+	} else if (passed_fd == -1 && socket_gid(cfg, &gid, &err)) {
+		server = vpd_server_new(pools, socket_path ? socket_path : cfg->socket_path,
+					cfg->socket_mode, gid, state, &err);
+	} else {
+		server = NULL;
+		if (!err)
+			g_set_error(&err, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+				    "no usable API socket");
+	}
 	if (!server) {
 		fprintf(stderr, "vdpa-pool-daemon: %s\n", err->message);
 		vpd_ovs_free(ovs);
@@ -153,6 +322,14 @@ int main(int argc, char **argv)
 		vpd_provision_free(prov);
 		return 1;
 	}
+	limits = (struct vpd_server_limits) {
+		.max_clients = cfg->max_clients,
+		.max_clients_per_uid = cfg->max_clients_per_uid,
+		.idle_timeout = cfg->idle_timeout,
+		.io_timeout = cfg->io_timeout,
+	};
+	fit_fd_limit(&limits);
+	vpd_server_set_limits(server, &limits);
 	if (ovs) {
 		vpd_server_set_apply(server, apply_ovs, ovs);
 		vpd_server_set_flows(server, flows_ovs, ovs);
@@ -165,12 +342,16 @@ int main(int argc, char **argv)
 	g_unix_signal_add(SIGTERM, quit, loop);
 	g_unix_signal_add(SIGINT, quit, loop);
 	vpd_server_watch_orphans(server);
-	g_message("ready: %u pooled VF(s), %d claim(s) restored, socket %s",
-		  pools->entries->len, restored, socket_path ? socket_path : cfg->socket_path);
+	g_message("ready: %u pooled VF(s), %d claim(s) restored, socket %s%s",
+		  pools->entries->len, restored, vpd_server_socket_path(server),
+		  passed_fd >= 0 ? " (passed by systemd)" : "");
+	notify("READY=1\nSTATUS=serving %u pooled VF(s), %d claim(s) restored",
+	       pools->entries->len, restored);
 	/* For supervisors and tests: one line on stdout once the socket is up. */
 	printf("READY\n");
 	fflush(stdout);
 	g_main_loop_run(loop);
+	notify("STOPPING=1");
 
 	vpd_server_free(server);
 	vpd_state_close(state);

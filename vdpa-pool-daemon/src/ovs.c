@@ -67,6 +67,32 @@ static bool fail(GError **error, const char *fmt, ...)
 	return false;
 }
 
+/*
+ * OVS not there, not answering or gone: G_IO_ERROR_NOT_CONNECTED,
+ * _TIMED_OUT or _CONNECTION_CLOSED, which vpd_ovs_error_is_transient()
+ * tells apart from errors that waiting does not mend.
+ */
+static bool fail_code(GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+static bool fail_code(GError **error, int code, const char *fmt, ...)
+{
+	va_list ap;
+	g_autofree char *msg = NULL;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error_literal(error, G_IO_ERROR, code, msg);
+	return false;
+}
+
+bool vpd_ovs_error_is_transient(const GError *err)
+{
+	return g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED) ||
+	       g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT) ||
+	       g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
+}
+
 /* ---- the flow model ----------------------------------------------------- */
 
 uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf)
@@ -102,6 +128,11 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_f
 		n++;
 	}
 	return n;
+}
+
+uint64_t vpd_vf_policing_rate(const struct vpd_entry *e)
+{
+	return e->claimed ? (uint64_t)vpd_entry_max_tx_rate(e) * 1000 : 0;
 }
 
 char *vpd_flow_to_string(const struct vpd_flow *f)
@@ -287,7 +318,8 @@ static bool conn_open(struct conn *c, const char *path, const char *what, GError
 		int e = errno;
 
 		conn_close(c);
-		return fail(error, "%s: cannot connect to %s: %s", what, path, g_strerror(e));
+		return fail_code(error, G_IO_ERROR_NOT_CONNECTED, "%s: cannot connect to %s: %s",
+				 what, path, g_strerror(e));
 	}
 	return true;
 }
@@ -306,7 +338,8 @@ static bool conn_send(struct conn *c, const void *data, gsize len, const char *w
 			int e = errno;
 
 			conn_close(c);
-			return fail(error, "%s: send: %s", what, g_strerror(e));
+			return fail_code(error, G_IO_ERROR_CONNECTION_CLOSED, "%s: send: %s", what,
+					 g_strerror(e));
 		}
 		p += n;
 		len -= n;
@@ -325,7 +358,8 @@ static bool conn_recv(struct conn *c, gint64 deadline, const char *what, GError 
 
 	if (left <= 0 || (r = poll(&pfd, 1, left)) == 0) {
 		conn_close(c);
-		return fail(error, "%s: no answer within %d s", what, IO_TIMEOUT_MS / 1000);
+		return fail_code(error, G_IO_ERROR_TIMED_OUT, "%s: no answer within %d s", what,
+				 IO_TIMEOUT_MS / 1000);
 	}
 	n = r < 0 ? -1 : recv(c->fd, buf, sizeof(buf), 0);
 	if (n < 0 && errno == EINTR)
@@ -334,7 +368,8 @@ static bool conn_recv(struct conn *c, gint64 deadline, const char *what, GError 
 		int e = n ? errno : 0;
 
 		conn_close(c);
-		return fail(error, "%s: connection closed%s%s", what, e ? ": " : "",
+		return fail_code(error, G_IO_ERROR_CONNECTION_CLOSED, "%s: connection closed%s%s",
+				 what, e ? ": " : "",
 			    e ? g_strerror(e) : "");
 	}
 	g_byte_array_append(c->in, buf, n);
@@ -849,7 +884,7 @@ static void interface_columns(GString *s, const struct vpd_entry *e, uint32_t of
 {
 	static const char *const link[] = { "auto", "enable", "disable" };
 	const struct vpd_vf_attrs *a = &e->attrs;
-	uint64_t rate = e->claimed ? (uint64_t)a->max_tx_rate * 1000 : 0;
+	uint64_t rate = vpd_vf_policing_rate(e);
 	bool first = true;
 	char mac[18], num[32];
 
@@ -1284,8 +1319,9 @@ static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
 		if (cur && cur->type == VPD_JSON_NUMBER && cur->num >= cfg)
 			return true;
 		if (g_get_monotonic_time() > deadline)
-			return fail(error, "OVS: ovs-vswitchd did not apply the configuration "
-				    "within %d s", IO_TIMEOUT_MS / 1000);
+			return fail_code(error, G_IO_ERROR_TIMED_OUT, "OVS: ovs-vswitchd did not "
+					 "apply the configuration within %d s",
+					 IO_TIMEOUT_MS / 1000);
 		g_usleep(2000);
 	}
 }

@@ -46,6 +46,12 @@ uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf
 uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf);
 /* The flows of one VF in its current state (1 or 2); returns how many. */
 unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_flow out[2]);
+/*
+ * The ingress policing rate of VF e's port, kbit/s (0: none): what its
+ * transmit is held to (vpd_entry_max_tx_rate) while claimed; none while
+ * free (it passes nothing then).
+ */
+uint64_t vpd_vf_policing_rate(const struct vpd_entry *e);
 /* A flow as ovs-ofctl prints it (without counters). */
 char *vpd_flow_to_string(const struct vpd_flow *f);
 
@@ -95,5 +101,11 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
  * not have is listed with "MISSING".  NULL with error if OVS cannot say.
  */
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error);
+
+/*
+ * Whether err only says that OVS is not there or not answering (yet):
+ * waiting and trying again may mend it.
+ */
+bool vpd_ovs_error_is_transient(const GError *err);
 
 #endif

@@ -14,21 +14,41 @@
 
 G_DEFINE_QUARK(vpd-pool-error-quark, vpd_pool_error)
 
+static uint64_t mac_key(const uint8_t mac[6])
+{
+	uint64_t k = 0;
+
+	for (unsigned i = 0; i < 6; i++)
+		k = k << 8 | mac[i];
+	return k;
+}
+
 /*
  * A stable locally administered MAC per (PF, VF): 02 + 3 bytes of a hash
  * of the PF name + the VF index, so the same VF keeps its MAC across
- * daemon restarts.
+ * daemon restarts.  PF names can hash alike: a MAC an earlier entry has
+ * (in the file's order) moves on to the next 3 bytes until none has it, so
+ * the daemon's MACs are distinct and as stable as the file.  taken holds
+ * the MACs given so far (mac_key).
  */
-static void default_mac(const struct vpd_pool *pool, unsigned vf, uint8_t mac[6])
+static void default_mac(const struct vpd_pool *pool, unsigned vf, GHashTable *taken,
+			uint8_t mac[6])
 {
 	guint h = g_str_hash(pool->pf->name);
+	uint64_t *key = g_new(uint64_t, 1);
 
-	mac[0] = 0x02;
-	mac[1] = h >> 16;
-	mac[2] = h >> 8;
-	mac[3] = h;
-	mac[4] = vf >> 8;
-	mac[5] = vf;
+	for (;; h++) {
+		mac[0] = 0x02;
+		mac[1] = h >> 16;
+		mac[2] = h >> 8;
+		mac[3] = h;
+		mac[4] = vf >> 8;
+		mac[5] = vf;
+		*key = mac_key(mac);
+		if (!g_hash_table_contains(taken, key))
+			break;
+	}
+	g_hash_table_add(taken, key);
 }
 
 void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out)
@@ -54,6 +74,8 @@ static void entry_free(gpointer data)
 struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg)
 {
 	struct vpd_pools *pools = g_new0(struct vpd_pools, 1);
+	g_autoptr(GHashTable) taken = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+							    g_free, NULL);
 
 	pools->entries = g_ptr_array_new_with_free_func(entry_free);
 	for (unsigned i = 0; i < cfg->pools->len; i++) {
@@ -65,7 +87,7 @@ struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg)
 			e->handle = pools->entries->len;
 			e->pool = pool;
 			e->vf = vf;
-			default_mac(pool, vf, e->default_mac);
+			default_mac(pool, vf, taken, e->default_mac);
 			vpd_entry_default_attrs(e, &e->attrs);
 			g_ptr_array_add(pools->entries, e);
 		}
@@ -88,7 +110,7 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (!e->claimed && !strcmp(e->pool->name, pool))
+		if (!e->claimed && !e->quarantined && !strcmp(e->pool->name, pool))
 			n++;
 	}
 	return n;
@@ -127,7 +149,7 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 	for (unsigned i = 0; i < pools->entries->len && n; i++) {
 		struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (e->claimed || e->pool != cfg_pool)
+		if (e->claimed || e->quarantined || e->pool != cfg_pool)
 			continue;
 		e->claimed = true;
 		e->client = client;
@@ -200,23 +222,61 @@ static bool invalid(GError **error, const char *fmt, ...)
 	return false;
 }
 
+/*
+ * Whether mac is another entry's than e: the MAC it has while claimed, or
+ * the daemon's MAC of it (which a free entry has); *current says which.
+ * The zero MAC (none) is nobody's.
+ */
+static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
+		      const uint8_t mac[6], bool *current)
+{
+	static const uint8_t zero[6];
+
+	if (!memcmp(mac, zero, 6))
+		return false;
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *o = pools->entries->pdata[i];
+
+		if (o == e)
+			continue;
+		*current = o->claimed && !memcmp(mac, o->attrs.mac, 6);
+		if (*current || !memcmp(mac, o->default_mac, 6))
+			return true;
+	}
+	return false;
+}
+
 bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *a,
 			 GError **error)
 {
 	const struct vpd_pool *p = e->pool;
 	static const uint8_t zero[6];
+	bool own_mac, current;
 
-	(void)pools;
 	if (!check_owner(e, client, error))
 		return false;
 	if ((a->mac[0] & 1) || !memcmp(a->mac, zero, 6))
 		return invalid(error, "MAC %02x:%02x:%02x:%02x:%02x:%02x is not a unicast address",
 			       a->mac[0], a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
-	if (p->mac_policy == VPD_MAC_LOCKED && memcmp(a->mac, e->default_mac, 6))
+	/*
+	 * The daemon's MAC for the VF is its own under every policy: a client
+	 * may keep it, or go back to it (as SR-IOV CNI's DEL does).
+	 */
+	own_mac = !memcmp(a->mac, e->default_mac, 6);
+	if (p->mac_policy == VPD_MAC_LOCKED && !own_mac)
 		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
-	if (p->mac_policy == VPD_MAC_PREFIX && memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
+	if (p->mac_policy == VPD_MAC_PREFIX && !own_mac &&
+	    memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
 		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
+	if (mac_taken(pools, e, a->mac, &current)) {
+		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE,
+			    "MAC %02x:%02x:%02x:%02x:%02x:%02x %s", a->mac[0], a->mac[1],
+			    a->mac[2], a->mac[3], a->mac[4], a->mac[5],
+			    current ? "is in use by another VF" :
+			    "is the daemon's MAC of another VF");
+		return false;
+	}
 	if (a->vlan > 4094)
 		return invalid(error, "VLAN %u is not a VLAN id (0-4094)", a->vlan);
 	/*
@@ -237,7 +297,10 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 		return invalid(error, "pool '%s' enforces spoof checking", p->name);
 	if (a->link_state > VPD_LINK_DISABLE)
 		return invalid(error, "link state %d unknown", a->link_state);
-	/* max_tx_rate 0 means "no limit of the client's own": the pool's applies. */
+	/*
+	 * max_tx_rate 0 means "no limit of the client's own": the pool's
+	 * applies (vpd_entry_max_tx_rate), so a client cannot lift it.
+	 */
 	if (p->max_tx_rate_mbps && a->max_tx_rate > p->max_tx_rate_mbps)
 		return invalid(error, "tx rate above pool '%s''s limit of %llu Mbit/s", p->name,
 			       (unsigned long long)p->max_tx_rate_mbps);
@@ -252,4 +315,14 @@ bool vpd_entry_passes(const struct vpd_entry *e)
 {
 	return e->claimed && e->attrs.link_state != VPD_LINK_DISABLE &&
 	       (e->attrs.vlan || e->pool->vlan_min == 0);
+}
+
+uint32_t vpd_entry_max_tx_rate(const struct vpd_entry *e)
+{
+	uint64_t cap = e->pool->max_tx_rate_mbps;
+	uint32_t asked = e->attrs.max_tx_rate;
+
+	if (cap && (!asked || asked > cap))
+		return cap;
+	return asked;
 }

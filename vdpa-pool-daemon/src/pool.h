@@ -21,6 +21,7 @@ enum vpd_pool_errc {
 	VPD_POOL_ERR_EXHAUSTED,     /* not enough free VFs */
 	VPD_POOL_ERR_NOT_OWNER,     /* VF not claimed by this client */
 	VPD_POOL_ERR_INVALID,       /* attribute outside the pool's policy */
+	VPD_POOL_ERR_MAC_IN_USE,    /* MAC of another VF the daemon manages */
 };
 
 enum vpd_link_state { VPD_LINK_AUTO, VPD_LINK_ENABLE, VPD_LINK_DISABLE };
@@ -41,8 +42,14 @@ struct vpd_entry {
 	unsigned handle;              /* index in vpd_pools.entries: the API's HANDLE */
 	const struct vpd_pool *pool;
 	unsigned vf;                  /* VF index of pool->pf */
-	uint8_t default_mac[6];
+	uint8_t default_mac[6];       /* the daemon's MAC of it, no other entry's */
 	bool claimed;
+	/*
+	 * Free, but its vhost-vdpa device could not be opened (another
+	 * process still holds it, or it is gone): no claim takes it until
+	 * the server finds it usable again.
+	 */
+	bool quarantined;
 	uint64_t client;              /* claimant's connection id */
 	uid_t uid;
 	pid_t pid;
@@ -75,7 +82,12 @@ bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
 /* Release everything client holds (it disconnected); returns how many. */
 unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
 
-/* Check attrs against e's pool and ownership; on success, store them. */
+/*
+ * Check attrs against e's pool and ownership; on success, store them.  A
+ * MAC that another VF of pools has, or that is the daemon's MAC of another
+ * VF (free or not: it gets it back at its next claim), is refused
+ * (VPD_POOL_ERR_MAC_IN_USE), so no two VFs ever share one.
+ */
 bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *attrs,
 			 GError **error);
@@ -89,6 +101,13 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
  * one of them: untagged is another tenant's network).
  */
 bool vpd_entry_passes(const struct vpd_entry *e);
+/*
+ * The transmit rate e is held to, Mbit/s (0: none): its client's
+ * max_tx_rate, or its pool's max-tx-rate when the client set none (0) or,
+ * were it ever so, more.  The attribute stays what the client set; this is
+ * what the datapath enforces.
+ */
+uint32_t vpd_entry_max_tx_rate(const struct vpd_entry *e);
 void vpd_entry_default_attrs(const struct vpd_entry *e, struct vpd_vf_attrs *out);
 
 typedef struct vpd_pools vpd_pools;

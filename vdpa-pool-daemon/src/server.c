@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
 #include <string.h>
@@ -19,23 +20,50 @@
 #include <unistd.h>
 
 #define MAX_FDS 253             /* SCM_MAX_FD */
+#define LOG_INTERVAL_US (10 * G_USEC_PER_SEC)
+#define QUARANTINE_PROBE_S 2    /* seconds between tries of quarantined VFs */
+
+/* A reply not yet (wholly) sent; it holds its own copies of the fds. */
+struct out_msg {
+	GBytes *bytes;
+	gsize off;
+	int fds[MAX_FDS];
+	unsigned nfds;
+};
 
 struct client {
 	struct vpd_server *s;
 	uint64_t id;
 	int fd;
 	guint src;
+	GIOCondition watching;
 	struct ucred cred;
 	GByteArray *in;
+	GQueue out;                     /* struct out_msg *, oldest first */
+	gint64 last_in;                 /* monotonic: when it last sent bytes */
+	gint64 out_since;               /* monotonic: when the oldest reply was queued */
+};
+
+/* At most one log line per interval for what a hostile client can repeat. */
+struct ratelimit {
+	gint64 last;
+	unsigned suppressed;
 };
 
 struct vpd_server {
 	struct vpd_pools *pools;
 	char *socket_path;
+	bool socket_owned;              /* made here (else passed by systemd) */
 	struct vpd_state *state;
+	struct vpd_server_limits limits;
 	int listen_fd;
 	guint listen_src;
+	guint resume_src;               /* accepting paused: fds ran out */
+	guint timer_src;                /* timeouts of the clients, each second */
+	unsigned ticks;
+	bool probing;                   /* quarantined VFs being tried */
 	GHashTable *clients;            /* id -> struct client * */
+	GHashTable *per_uid;            /* uid -> connections of that uid */
 	GHashTable *orphan_watches;     /* pid -> source id */
 	uint64_t next_id;
 	vpd_apply_fn apply;
@@ -43,16 +71,49 @@ struct vpd_server {
 	vpd_flows_fn flows;
 	void *flows_opaque;
 	char *flows_failed;             /* during one STATUS: why OVS could not say */
+	struct ratelimit refused_log, fds_log;
 };
+
+static bool ratelimit_ok(struct ratelimit *r, unsigned *suppressed)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (r->last && now - r->last < LOG_INTERVAL_US) {
+		r->suppressed++;
+		return false;
+	}
+	*suppressed = r->suppressed;
+	r->suppressed = 0;
+	r->last = now;
+	return true;
+}
+
+static void out_msg_free(gpointer data)
+{
+	struct out_msg *o = data;
+
+	for (unsigned i = 0; i < o->nfds; i++)
+		close(o->fds[i]);
+	g_bytes_unref(o->bytes);
+	g_free(o);
+}
 
 static void client_free(gpointer data)
 {
 	struct client *c = data;
+	struct vpd_server *s = c->s;
+	gpointer key = GUINT_TO_POINTER(c->cred.uid);
+	unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid, key));
 
+	if (n > 1)
+		g_hash_table_insert(s->per_uid, key, GUINT_TO_POINTER(n - 1));
+	else
+		g_hash_table_remove(s->per_uid, key);
 	if (c->src)
 		g_source_remove(c->src);
 	close(c->fd);
 	g_byte_array_unref(c->in);
+	g_queue_clear_full(&c->out, out_msg_free);
 	g_free(c);
 }
 
@@ -102,43 +163,94 @@ static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static bool send_all(struct client *c, GBytes *msg, const int *fds, unsigned nfds)
+/*
+ * Send what can go now without blocking; false when the connection failed.
+ * The fds go with the first byte of o.
+ */
+static bool send_some(struct client *c, struct out_msg *o)
 {
-	gsize len;
-	const uint8_t *data = g_bytes_get_data(msg, &len);
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	gsize len;
+	const uint8_t *data = g_bytes_get_data(o->bytes, &len);
+	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 
-	if (nfds) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
-	/* The socket blocks for at most SO_SNDTIMEO: a stuck client is dropped. */
-	while (len) {
-		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		len -= n;
-		iov.iov_base = (uint8_t *)iov.iov_base + n;
-		iov.iov_len = len;
+	while (o->off < len) {
+		iov.iov_base = (void *)(data + o->off);
+		iov.iov_len = len - o->off;
 		mh.msg_control = NULL;
 		mh.msg_controllen = 0;
+		if (o->nfds) {
+			struct cmsghdr *cm;
+
+			mh.msg_control = u.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->nfds);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->nfds);
+			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->nfds);
+		}
+		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return true;
+		if (n <= 0)
+			return false;
+		o->off += n;
+		for (unsigned i = 0; i < o->nfds; i++)
+			close(o->fds[i]);
+		o->nfds = 0;
 	}
 	return true;
+}
+
+/* Send the queued replies in order; false when the connection failed. */
+static bool flush_out(struct client *c)
+{
+	struct out_msg *o;
+
+	while ((o = g_queue_peek_head(&c->out))) {
+		if (!send_some(c, o))
+			return false;
+		if (o->off < g_bytes_get_size(o->bytes))
+			return true;
+		out_msg_free(g_queue_pop_head(&c->out));
+		c->out_since = g_get_monotonic_time();
+	}
+	return true;
+}
+
+/*
+ * Queue a reply (with copies of fds) and send what the socket takes now;
+ * never blocks.  A client that does not read its replies is dropped after
+ * io-timeout (server_tick); until then it gets no more answers, since no
+ * further request of it is read (client_watch).
+ */
+static bool send_all(struct client *c, GBytes *msg, const int *fds, unsigned nfds)
+{
+	struct out_msg *o = g_new0(struct out_msg, 1);
+
+	o->bytes = g_bytes_ref(msg);
+	for (unsigned i = 0; i < nfds; i++) {
+		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+		if (o->fds[i] < 0) {
+			g_warning("client pid %d: cannot pass fds: %s", c->cred.pid,
+				  g_strerror(errno));
+			out_msg_free(o);
+			return false;
+		}
+		o->nfds++;
+	}
+	if (g_queue_is_empty(&c->out))
+		c->out_since = g_get_monotonic_time();
+	g_queue_push_tail(&c->out, o);
+	return flush_out(c);
 }
 
 static bool send_error(struct client *c, uint32_t seq, int errnum, const char *message)
@@ -165,6 +277,8 @@ static int pool_errno(const GError *err)
 		return EPERM;
 	case VPD_POOL_ERR_EXHAUSTED:
 		return ENOSPC;
+	case VPD_POOL_ERR_MAC_IN_USE:
+		return EADDRINUSE;
 	default:
 		return EINVAL;
 	}
@@ -182,7 +296,8 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 		vpd_put_str(b, VPD_A_POOL, e->pool->name);
 		if (e->claimed && e->owner)
 			vpd_put_str(b, VPD_A_OWNER, e->owner);
-		vpd_put_u32(b, VPD_A_COUNT, e->claimed ? (e->client ? 1 : 2) : 0);
+		vpd_put_u32(b, VPD_A_COUNT, e->claimed ? (e->client ? 1 : 2) :
+			    e->quarantined ? 3 : 0);
 	}
 	vpd_put_bytes(b, VPD_A_MAC, a->mac, 6);
 	vpd_put_u16(b, VPD_A_VLAN, a->vlan);
@@ -241,6 +356,13 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 		return send_error(c, m->seq, EINVAL, "CLAIM needs POOL and COUNT");
 	if (n > MAX_FDS)
 		return send_error(c, m->seq, EINVAL, "at most 253 VFs per CLAIM");
+	/*
+	 * A VF whose device cannot be opened (a former claimant still holds
+	 * it open: vhost-vdpa has one opener at a time) is quarantined and the
+	 * claim tried again without it: one bad VF must not fail every claim.
+	 * Each round quarantines one more VF, so this ends.
+	 */
+retry:
 	if (!vpd_pools_claim(s->pools, pool, c->id, c->cred.uid, c->cred.gid, c->cred.pid,
 			     owner ? owner : "", n, got, &err)) {
 		g_message("claim of %u VF(s) from pool '%s' by pid %d uid %u refused: %s", n,
@@ -249,21 +371,29 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 	}
 	for (i = 0; i < got->len; i++) {
 		struct vpd_entry *e = got->pdata[i];
+		int errnum;
 
 		fds[i] = e->vhost_path ? open(e->vhost_path, O_RDWR | O_CLOEXEC) : -1;
-		if (fds[i] < 0) {
+		if (fds[i] >= 0)
+			continue;
+		errnum = errno;
+		while (i--)
+			close(fds[i]);
+		for (unsigned j = 0; j < got->len; j++)
+			vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
+		g_ptr_array_set_size(got, 0);
+		if (e->vhost_path) {
+			e->quarantined = true;
+			g_warning("VF %u of pool '%s' quarantined: cannot open %s: %s", e->vf,
+				  pool, e->vhost_path, g_strerror(errnum));
+			goto retry;
+		} else {
 			g_autofree char *msg = g_strdup_printf(
-				"cannot open %s for VF %u of pool '%s': %s",
-				e->vhost_path ? e->vhost_path : "(no vhost-vdpa device)", e->vf,
-				pool, e->vhost_path ? g_strerror(errno) : "not provisioned");
-			int errnum = e->vhost_path ? errno : ENODEV;
+				"cannot open (no vhost-vdpa device) for VF %u of pool '%s': "
+				"not provisioned", e->vf, pool);
 
-			while (i--)
-				close(fds[i]);
-			for (unsigned j = 0; j < got->len; j++)
-				vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
 			g_warning("%s", msg);
-			return send_error(c, m->seq, errnum, msg);
+			return send_error(c, m->seq, ENODEV, msg);
 		}
 	}
 	/* Their datapath opens (flows of a claimed VF), all or none. */
@@ -434,26 +564,33 @@ static void client_gone(struct client *c)
 
 	if (n)
 		g_message("client pid %d went away: %u VF(s) released", c->cred.pid, n);
-	c->src = 0;
 	g_hash_table_remove(s->clients, &c->id);
 }
 
-static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
-{
-	(void)cond;
-	struct client *c = data;
-	uint8_t buf[4096];
-	ssize_t n;
+static gboolean client_ready(int fd, GIOCondition cond, gpointer data);
 
-	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return G_SOURCE_CONTINUE;
-	if (n <= 0) {
-		client_gone(c);
-		return G_SOURCE_REMOVE;
-	}
-	g_byte_array_append(c->in, buf, n);
-	while (c->in->len >= VPD_HEADER_SIZE) {
+/*
+ * Watch for what the client's state needs: its replies' sending while
+ * some are queued (and nothing of it is read meanwhile, so a client that
+ * does not read cannot make the daemon queue more), else its requests.
+ */
+static void client_watch(struct client *c)
+{
+	GIOCondition want = (g_queue_is_empty(&c->out) ? G_IO_IN : G_IO_OUT) |
+			    G_IO_HUP | G_IO_ERR;
+
+	if (c->src && c->watching == want)
+		return;
+	if (c->src)
+		g_source_remove(c->src);
+	c->watching = want;
+	c->src = g_unix_fd_add(c->fd, want, client_ready, c);
+}
+
+/* Handle the complete requests received, while their replies go out. */
+static bool client_process(struct client *c)
+{
+	while (g_queue_is_empty(&c->out) && c->in->len >= VPD_HEADER_SIZE) {
 		g_autoptr(GError) err = NULL;
 		gssize total = vpd_msg_total_len(c->in->data, c->in->len, &err);
 		g_autoptr(GBytes) msg = NULL;
@@ -461,18 +598,190 @@ static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
 		if (total < 0) {
 			g_message("client pid %d: %s; closing its connection", c->cred.pid,
 				  err->message);
-			client_gone(c);
-			return G_SOURCE_REMOVE;
+			return false;
 		}
 		if (c->in->len < (gsize)total)
 			break;
 		msg = g_bytes_new(c->in->data, total);
 		g_byte_array_remove_range(c->in, 0, total);
-		if (!handle(c, msg)) {
+		if (!handle(c, msg))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The source's callback may destroy its own source (client_watch, and
+ * client_free through client_gone): it always answers CONTINUE and never
+ * touches c once c is gone.
+ */
+static gboolean client_ready(int fd, GIOCondition cond, gpointer data)
+{
+	struct client *c = data;
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (cond & G_IO_OUT) {
+		if (!flush_out(c)) {
 			client_gone(c);
-			return G_SOURCE_REMOVE;
+			return G_SOURCE_CONTINUE;
+		}
+	} else if (cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return G_SOURCE_CONTINUE;
+		if (n <= 0) {
+			client_gone(c);
+			return G_SOURCE_CONTINUE;
+		}
+		c->last_in = g_get_monotonic_time();
+		g_byte_array_append(c->in, buf, n);
+	}
+	if ((cond & (G_IO_HUP | G_IO_ERR)) && !(cond & G_IO_IN) && !g_queue_is_empty(&c->out)) {
+		client_gone(c);
+		return G_SOURCE_CONTINUE;
+	}
+	if (!client_process(c)) {
+		client_gone(c);
+		return G_SOURCE_CONTINUE;
+	}
+	client_watch(c);
+	return G_SOURCE_CONTINUE;
+}
+
+static unsigned claims_of(struct vpd_server *s, uint64_t client)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		n += e->claimed && e->client == client;
+	}
+	return n;
+}
+
+/* ---- quarantined VFs ----------------------------------------------------- */
+
+struct probe {
+	GArray *handles;        /* unsigned: entries probed */
+	GPtrArray *paths;       /* their vhost-vdpa devices */
+	GArray *usable;         /* unsigned: those that opened */
+};
+
+static void probe_free(gpointer data)
+{
+	struct probe *p = data;
+
+	g_array_unref(p->handles);
+	g_ptr_array_unref(p->paths);
+	g_array_unref(p->usable);
+	g_free(p);
+}
+
+/* In a worker thread: opening a vDPA device resets it, which may wait. */
+static void probe_thread(GTask *task, gpointer source, gpointer data, GCancellable *cancel)
+{
+	(void)source;
+	(void)cancel;
+	struct probe *p = data;
+
+	for (unsigned i = 0; i < p->paths->len; i++) {
+		int fd = open(p->paths->pdata[i], O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			close(fd);
+			g_array_append_val(p->usable, g_array_index(p->handles, unsigned, i));
 		}
 	}
+	g_task_return_boolean(task, true);
+}
+
+static void probe_done(GObject *source, GAsyncResult *res, gpointer data)
+{
+	(void)source;
+	struct vpd_server *s = data;
+	struct probe *p = g_task_get_task_data(G_TASK(res));
+
+	s->probing = false;
+	for (unsigned i = 0; i < p->usable->len; i++) {
+		struct vpd_entry *e = s->pools->entries->pdata[g_array_index(p->usable,
+									     unsigned, i)];
+
+		if (e->quarantined) {
+			e->quarantined = false;
+			g_message("VF %u of pool '%s' usable again: back in the pool", e->vf,
+				  e->pool->name);
+		}
+	}
+}
+
+/* Try the quarantined VFs' devices again, off the loop's thread. */
+static void probe_quarantined(struct vpd_server *s)
+{
+	struct probe *p;
+	GTask *task;
+
+	if (s->probing)
+		return;
+	p = g_new0(struct probe, 1);
+	p->handles = g_array_new(false, false, sizeof(unsigned));
+	p->paths = g_ptr_array_new_with_free_func(g_free);
+	p->usable = g_array_new(false, false, sizeof(unsigned));
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		if (e->quarantined && e->vhost_path) {
+			g_array_append_val(p->handles, e->handle);
+			g_ptr_array_add(p->paths, g_strdup(e->vhost_path));
+		}
+	}
+	if (!p->paths->len) {
+		probe_free(p);
+		return;
+	}
+	s->probing = true;
+	task = g_task_new(NULL, NULL, probe_done, s);
+	g_task_set_task_data(task, p, probe_free);
+	g_task_run_in_thread(task, probe_thread);
+	g_object_unref(task);
+}
+
+/* Each second: drop clients stuck half-way, close idle ones. */
+static gboolean server_tick(gpointer data)
+{
+	struct vpd_server *s = data;
+	const struct vpd_server_limits *l = &s->limits;
+	gint64 now = g_get_monotonic_time();
+	gint64 io = (gint64)l->io_timeout * G_USEC_PER_SEC;
+	gint64 idle = (gint64)l->idle_timeout * G_USEC_PER_SEC;
+	g_autoptr(GPtrArray) drop = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer value;
+
+	g_hash_table_iter_init(&it, s->clients);
+	while (g_hash_table_iter_next(&it, NULL, &value)) {
+		struct client *c = value;
+
+		if (!g_queue_is_empty(&c->out) && now - c->out_since > io) {
+			g_message("client pid %d uid %u has not read its reply for %u s; "
+				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
+			g_ptr_array_add(drop, c);
+		} else if (c->in->len && now - c->last_in > io) {
+			g_message("client pid %d uid %u left a request half sent for %u s; "
+				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
+			g_ptr_array_add(drop, c);
+		} else if (idle && g_queue_is_empty(&c->out) && now - c->last_in > idle &&
+			   !claims_of(s, c->id)) {
+			g_debug("client pid %d uid %u idle for %u s, holding no VF: closing",
+				c->cred.pid, c->cred.uid, l->idle_timeout);
+			g_ptr_array_add(drop, c);
+		}
+	}
+	for (unsigned i = 0; i < drop->len; i++)
+		client_gone(drop->pdata[i]);
+	if (++s->ticks % QUARANTINE_PROBE_S == 0)
+		probe_quarantined(s);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -496,32 +805,132 @@ static void adopt_orphans(struct vpd_server *s, struct client *c)
 	}
 }
 
+static gboolean new_client(int fd, GIOCondition cond, gpointer data);
+
+static gboolean resume_accepting(gpointer data)
+{
+	struct vpd_server *s = data;
+
+	s->resume_src = 0;
+	s->listen_src = g_unix_fd_add(s->listen_fd, G_IO_IN, new_client, s);
+	return G_SOURCE_REMOVE;
+}
+
+/*
+ * Out of file descriptors: the pending connection would wake the loop
+ * again at once, so stop watching the socket for a moment (connections
+ * wait in its backlog) instead of spinning.
+ */
+static void pause_accepting(struct vpd_server *s, int errnum)
+{
+	unsigned suppressed;
+
+	if (ratelimit_ok(&s->fds_log, &suppressed))
+		g_warning("cannot accept connections: %s (%u clients); pausing 250 ms%s",
+			  g_strerror(errnum), g_hash_table_size(s->clients),
+			  suppressed ? " (and earlier times not logged)" : "");
+	g_source_remove(s->listen_src);
+	s->listen_src = 0;
+	s->resume_src = g_timeout_add(250, resume_accepting, s);
+}
+
+/* Tell a refused peer why (best effort, never blocking), then close. */
+static void refuse(struct vpd_server *s, int fd, const struct ucred *cred, int errnum,
+		   const char *why)
+{
+	struct vpd_builder b;
+	g_autoptr(GBytes) msg = NULL;
+	const void *data;
+	gsize len;
+	unsigned suppressed;
+
+	vpd_builder_init(&b, VPD_MSG_ERROR, 0);
+	vpd_put_u32(&b, VPD_A_ERRNO, errnum);
+	vpd_put_str(&b, VPD_A_MESSAGE, why);
+	msg = vpd_builder_finish(&b);
+	data = g_bytes_get_data(msg, &len);
+	if (send(fd, data, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		g_debug("refused connection: %s", g_strerror(errno));
+	close(fd);
+	if (ratelimit_ok(&s->refused_log, &suppressed))
+		g_message("connection of pid %d uid %u refused: %s%s", cred->pid, cred->uid,
+			  why, suppressed ? " (and earlier ones not logged)" : "");
+}
+
+/* Whether one more connection of cred fits the limits; why not in why. */
+static bool admit(struct vpd_server *s, const struct ucred *cred, char **why)
+{
+	const struct vpd_server_limits *l = &s->limits;
+	unsigned total = g_hash_table_size(s->clients);
+	unsigned reserve = MIN(8, l->max_clients / 2);
+	unsigned mine = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
+							     GUINT_TO_POINTER(cred->uid)));
+
+	/* root keeps a few connections for itself (vdpa-poolctl status). */
+	if (cred->uid == 0) {
+		if (total < l->max_clients)
+			return true;
+	} else if (mine >= l->max_clients_per_uid) {
+		*why = g_strdup_printf("too many connections from uid %u (max-clients-per-uid "
+				       "= %u)", cred->uid, l->max_clients_per_uid);
+		return false;
+	} else if (total < l->max_clients - reserve) {
+		return true;
+	}
+	*why = g_strdup_printf("too many connections (max-clients = %u)", l->max_clients);
+	return false;
+}
+
 static gboolean new_client(int fd, GIOCondition cond, gpointer data)
 {
 	(void)cond;
 	struct vpd_server *s = data;
-	struct timeval tv = { .tv_sec = 1 };
-	socklen_t len = sizeof(struct ucred);
+	socklen_t len;
+	struct ucred cred;
 	struct client *c;
 	int cfd;
 
-	cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-	if (cfd < 0)
-		return G_SOURCE_CONTINUE;
-	c = g_new0(struct client, 1);
-	c->s = s;
-	c->fd = cfd;
-	c->in = g_byte_array_new();
-	if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
-		g_warning("SO_PEERCRED: %s; connection refused", g_strerror(errno));
-		client_free(c);
-		return G_SOURCE_CONTINUE;
+	/* A batch per wake-up: a flood of connections cannot starve the rest. */
+	for (unsigned i = 0; i < 32; i++) {
+		g_autofree char *why = NULL;
+		unsigned mine;
+
+		cfd = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accepting(s, errno);
+			/* EAGAIN: none left; ECONNABORTED, EINTR, ...: the next one. */
+			if (errno == EAGAIN || errno == EWOULDBLOCK || !s->listen_src)
+				return G_SOURCE_CONTINUE;
+			continue;
+		}
+		len = sizeof(cred);
+		if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			g_warning("SO_PEERCRED: %s; connection refused", g_strerror(errno));
+			close(cfd);
+			continue;
+		}
+		if (!admit(s, &cred, &why)) {
+			refuse(s, cfd, &cred, EUSERS, why);
+			continue;
+		}
+		c = g_new0(struct client, 1);
+		c->s = s;
+		c->fd = cfd;
+		c->cred = cred;
+		c->in = g_byte_array_new();
+		g_queue_init(&c->out);
+		c->last_in = g_get_monotonic_time();
+		c->id = ++s->next_id;
+		mine = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
+							    GUINT_TO_POINTER(cred.uid)));
+		g_hash_table_insert(s->per_uid, GUINT_TO_POINTER(cred.uid),
+				    GUINT_TO_POINTER(mine + 1));
+		g_hash_table_insert(s->clients, &c->id, c);
+		adopt_orphans(s, c);
+		client_watch(c);
 	}
-	setsockopt(cfd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	c->id = ++s->next_id;
-	g_hash_table_insert(s->clients, &c->id, c);
-	adopt_orphans(s, c);
-	c->src = g_unix_fd_add(cfd, G_IO_IN | G_IO_HUP | G_IO_ERR, client_ready, c);
 	return G_SOURCE_CONTINUE;
 }
 
@@ -588,12 +997,34 @@ static void remove_source(gpointer id)
 	g_source_remove(GPOINTER_TO_UINT(id));
 }
 
+static struct vpd_server *server_new(struct vpd_pools *pools, const char *socket_path,
+				     bool owned, struct vpd_state *state, int fd)
+{
+	struct vpd_server *s = g_new0(struct vpd_server, 1);
+
+	s->pools = pools;
+	s->socket_path = g_strdup(socket_path);
+	s->socket_owned = owned;
+	s->state = state;
+	s->listen_fd = fd;
+	s->limits = (struct vpd_server_limits) {
+		.max_clients = 256, .max_clients_per_uid = 16,
+		.idle_timeout = 300, .io_timeout = 10,
+	};
+	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
+	s->per_uid = g_hash_table_new(NULL, NULL);
+	s->timer_src = g_timeout_add_seconds(1, server_tick, s);
+	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
+	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
+	return s;
+}
+
 struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
-				  struct vpd_state *state, GError **error)
+				  unsigned mode, gid_t gid, struct vpd_state *state,
+				  GError **error)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	g_autofree char *dir = g_path_get_dirname(socket_path);
-	struct vpd_server *s;
 	int fd;
 
 	if (strlen(socket_path) >= sizeof(addr.sun_path)) {
@@ -609,29 +1040,61 @@ struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_pa
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	unlink(socket_path);
+	/* Group and mode before listen(): nobody connects in between. */
 	if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    chmod(socket_path, 0666) < 0 || listen(fd, 64) < 0) {
+	    chown(socket_path, 0, gid) < 0 || chmod(socket_path, mode) < 0 ||
+	    listen(fd, SOMAXCONN) < 0) {
 		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
 			    "cannot listen on %s: %s", socket_path, g_strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return NULL;
 	}
-	s = g_new0(struct vpd_server, 1);
-	s->pools = pools;
-	s->socket_path = g_strdup(socket_path);
-	s->state = state;
-	s->listen_fd = fd;
-	s->clients = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, client_free);
-	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
-	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
-	return s;
+	return server_new(pools, socket_path, true, state, fd);
+}
+
+struct vpd_server *vpd_server_adopt(struct vpd_pools *pools, int fd, struct vpd_state *state,
+				    GError **error)
+{
+	struct sockaddr_un addr;
+	socklen_t len = sizeof(addr);
+	int type, listening;
+	socklen_t olen = sizeof(int);
+
+	if (getsockname(fd, (struct sockaddr *)&addr, &len) < 0 ||
+	    addr.sun_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &olen) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) < 0 || !listening) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "the socket passed as fd %d is not a listening Unix stream socket",
+			    fd);
+		return NULL;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno),
+			    "the socket passed as fd %d: %s", fd, g_strerror(errno));
+		return NULL;
+	}
+	if (len <= offsetof(struct sockaddr_un, sun_path) || !addr.sun_path[0])
+		strcpy(addr.sun_path, "(unnamed)");
+	return server_new(pools, addr.sun_path, false, state, fd);
+}
+
+const char *vpd_server_socket_path(const struct vpd_server *s)
+{
+	return s->socket_path;
 }
 
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque)
 {
 	s->flows = fn;
 	s->flows_opaque = opaque;
+}
+
+void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits)
+{
+	s->limits = *limits;
 }
 
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque)
@@ -644,10 +1107,20 @@ void vpd_server_free(struct vpd_server *s)
 {
 	if (!s)
 		return;
-	g_source_remove(s->listen_src);
+	if (s->listen_src)
+		g_source_remove(s->listen_src);
+	if (s->resume_src)
+		g_source_remove(s->resume_src);
+	/* A probe still running would complete into freed memory. */
+	while (s->probing)
+		g_main_context_iteration(NULL, true);
+	g_source_remove(s->timer_src);
 	close(s->listen_fd);
-	unlink(s->socket_path);
+	/* An inherited socket is its supervisor's (systemd's) to remove. */
+	if (s->socket_owned)
+		unlink(s->socket_path);
 	g_hash_table_unref(s->clients);
+	g_hash_table_unref(s->per_uid);
 	g_hash_table_unref(s->orphan_watches);
 	g_free(s->socket_path);
 	g_free(s);

@@ -36,9 +36,32 @@ typedef bool (*vpd_apply_fn)(struct vpd_entry *e, void *opaque, GError **error);
  */
 typedef GPtrArray *(*vpd_flows_fn)(const struct vpd_entry *e, void *opaque, GError **error);
 
-/* The server records every change of the claims in state (not owned). */
+/*
+ * Limits on API connections (docs/daemon-config.md, [daemon]): at most
+ * max_clients in all, of which non-root uids get all but a few, and
+ * max_clients_per_uid per non-root uid; a connection holding no VF is
+ * closed after idle_timeout s without a request (0: never); one that
+ * leaves a request half sent or a reply unread for io_timeout s is
+ * dropped (and its VFs released).  Nothing the server does blocks: replies
+ * wait in a queue per client, whose further requests are not read until
+ * they have gone.
+ */
+struct vpd_server_limits {
+	unsigned max_clients, max_clients_per_uid, idle_timeout, io_timeout;
+};
+
+/*
+ * Listen on socket_path (made anew: group gid, mode mode), or serve fd,
+ * a listening socket passed by systemd's socket activation.  The server
+ * records every change of the claims in state (not owned).
+ */
 struct vpd_server *vpd_server_new(struct vpd_pools *pools, const char *socket_path,
-				  struct vpd_state *state, GError **error);
+				  unsigned mode, gid_t gid, struct vpd_state *state,
+				  GError **error);
+struct vpd_server *vpd_server_adopt(struct vpd_pools *pools, int fd, struct vpd_state *state,
+				    GError **error);
+const char *vpd_server_socket_path(const struct vpd_server *s);
+void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
 /* Watch the processes of restored claims; call once the loop runs. */

@@ -14,6 +14,7 @@ static const char *good =
 	"socket = /run/vpd/api.sock   # comment after a value\n"
 	"state = /var/lib/vpd/state\n"
 	"ovs-bridge = br-test\n"
+	"io-timeout = 7\n"
 	"\n"
 	"[pf ens1f0]\n"
 	"num-vfs = 8\n"
@@ -40,7 +41,8 @@ static const char *good =
 	"spoof-check = no\n"
 	"\n"
 	"[pool    lab]   \n"
-	"pf = pci/0000:03:00.1\n";
+	"pf = pci/0000:03:00.1\n"
+	"vlans = 300-399    # tenant-b has untagged on the bridge\n";
 
 static void test_good_file(void)
 {
@@ -54,6 +56,13 @@ static void test_good_file(void)
 	g_assert_cmpstr(cfg->state_path, ==, "/var/lib/vpd/state");
 	g_assert_cmpstr(cfg->ovs_bridge, ==, "br-test");
 	g_assert_cmpstr(cfg->ovsdb, ==, "unix:/run/openvswitch/db.sock");
+	/* The limits on API connections, as documented (good sets io-timeout). */
+	g_assert_cmpuint(cfg->socket_mode, ==, 0660);
+	g_assert_null(cfg->socket_group);
+	g_assert_cmpuint(cfg->max_clients, ==, 256);
+	g_assert_cmpuint(cfg->max_clients_per_uid, ==, 16);
+	g_assert_cmpuint(cfg->idle_timeout, ==, 300);
+	g_assert_cmpuint(cfg->io_timeout, ==, 7);
 	g_assert_cmpuint(cfg->pfs->len, ==, 2);
 	g_assert_cmpuint(cfg->pools->len, ==, 3);
 
@@ -81,8 +90,12 @@ static void test_good_file(void)
 	g_assert_false(b->spoof_check);
 	g_assert_false(vpd_pool_allows(b, 1000, 1000));
 
-	/* A pool without vfs= takes every VF of its PF. */
+	/* A pool without vfs= takes every VF of its PF; without mac-policy,
+	 * its VFs keep the daemon's MACs. */
 	lab = vpd_config_find_pool(cfg, "lab");
+	g_assert_cmpint(lab->mac_policy, ==, VPD_MAC_LOCKED);
+	g_assert_cmpuint(lab->vlan_min, ==, 300);
+	g_assert_cmpuint(b->vlan_max, ==, 0);
 	g_assert_cmpuint(lab->first_vf, ==, 0);
 	g_assert_cmpuint(lab->last_vf, ==, 3);
 	g_assert_false(lab->pf->switchdev);
@@ -109,6 +122,22 @@ static const struct bad_case bad_cases[] = {
 	  "bad.conf:2: 'socket' must be an absolute path" },
 	{ "unknown-daemon-key", "[daemon]\nsockets = /x\n",
 	  "bad.conf:2: unknown key 'sockets' in [daemon]" },
+	{ "socket-mode-x", "[daemon]\nsocket-mode = 0777\n",
+	  "bad.conf:2: socket-mode must be an octal mode such as 0660 (rw for the owner at "
+	  "least, no x bits), not '0777'" },
+	{ "socket-mode-not-octal", "[daemon]\nsocket-mode = 0668\n",
+	  "bad.conf:2: socket-mode must be an octal mode such as 0660 (rw for the owner at "
+	  "least, no x bits), not '0668'" },
+	{ "socket-group-path", "[daemon]\nsocket-group = a/b\n",
+	  "bad.conf:2: socket-group must be a group name or gid, not 'a/b'" },
+	{ "max-clients-zero", "[daemon]\nmax-clients = 0\n",
+	  "bad.conf:2: max-clients must be a number from 1 to 65536, not '0'" },
+	{ "per-uid-not-number", "[daemon]\nmax-clients-per-uid = many\n",
+	  "bad.conf:2: max-clients-per-uid must be a number from 1 to 65536, not 'many'" },
+	{ "idle-too-long", "[daemon]\nidle-timeout = 86401\n",
+	  "bad.conf:2: idle-timeout must be a number from 0 to 86400, not '86401'" },
+	{ "io-timeout-zero", "[daemon]\nio-timeout = 0\n",
+	  "bad.conf:2: io-timeout must be a number from 1 to 3600, not '0'" },
 	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",
 	  "bad.conf:2: num-vfs must be a number from 0 to 256, not 'eight'" },
 	{ "numvfs-too-big", "[pf a]\nnum-vfs = 257\n",
@@ -138,6 +167,16 @@ static const struct bad_case bad_cases[] = {
 	{ "pools-overlap",
 	  "[pf a]\nnum-vfs = 8\n[pool p]\npf = a\nvfs = 0-3\n[pool q]\npf = a\nvfs = 3-5\n",
 	  "bad.conf:6: pool 'q' shares VFs of PF 'a' with pool 'p' (line 3)" },
+	{ "vlans-overlap-on-bridge",
+	  "[daemon]\novs-bridge = br0\n[pf a]\nnum-vfs = 4\n[pool p]\npf = a\nvfs = 0-1\n"
+	  "vlans = 100-199\n[pool q]\npf = a\nvfs = 2-3\nvlans = 150-250\n",
+	  "bad.conf:9: pool 'q' shares VLAN 150 with pool 'p' (line 5) on OVS bridge 'br0'" },
+	/* Untagged is a segment too, whichever PF the pools are on. */
+	{ "untagged-overlap-on-bridge",
+	  "[daemon]\novs-bridge = br0\n[pf a]\nnum-vfs = 1\n[pf b]\nnum-vfs = 1\n"
+	  "[pool p]\npf = a\n[pool q]\npf = b\nvlans = 0-10\n",
+	  "bad.conf:9: pool 'q' shares VLAN 0 (untagged) with pool 'p' (line 7) on OVS "
+	  "bridge 'br0'" },
 	{ "pool-of-pf-without-vfs", "[pf a]\n[pool p]\npf = a\n",
 	  "bad.conf:2: pool 'p': PF 'a' has no VFs" },
 	{ "duplicate-pool", "[pf a]\nnum-vfs = 1\n[pool p]\npf = a\n[pool p]\n",
@@ -188,6 +227,40 @@ static void test_vduse_pf(void)
 	g_assert_cmpstr(name, ==, "vpd-sw0-3");
 }
 
+/*
+ * Pools on the daemon's OVS bridge have disjoint VLANs (untagged, VLAN 0,
+ * included); without the bridge the daemon programs no switch, and pools'
+ * VLANs are not its to keep apart.
+ */
+static void test_vlans_disjoint(void)
+{
+	static const char *const good[] = {
+		"[daemon]\novs-bridge = br0\n[pf a]\nnum-vfs = 3\n[pool p]\npf = a\nvfs = 0\n"
+		"[pool q]\npf = a\nvfs = 1\nvlans = 1-99\n"
+		"[pool r]\npf = a\nvfs = 2\nvlans = 100-4094\n",
+		"[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nvfs = 0\n[pool q]\npf = a\nvfs = 1\n",
+	};
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(good); i++) {
+		g_autoptr(GError) err = NULL;
+		g_autoptr(vpd_config) cfg = vpd_config_parse(good[i], "v.conf", &err);
+
+		g_assert_no_error(err);
+		g_assert_nonnull(cfg);
+	}
+}
+
+/* mac-policy = any must be asked for: the default is locked. */
+static void test_mac_policy_any(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_config) cfg = vpd_config_parse(
+		"[pf a]\nnum-vfs = 2\n[pool p]\npf = a\nmac-policy = any\n", "m.conf", &err);
+
+	g_assert_no_error(err);
+	g_assert_cmpint(vpd_config_find_pool(cfg, "p")->mac_policy, ==, VPD_MAC_ANY);
+}
+
 static void test_load_file(void)
 {
 	g_autoptr(GError) err = NULL;
@@ -218,6 +291,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/config/good", test_good_file);
 	g_test_add_func("/config/load", test_load_file);
 	g_test_add_func("/config/vduse", test_vduse_pf);
+	g_test_add_func("/config/mac-policy-any", test_mac_policy_any);
+	g_test_add_func("/config/vlans-disjoint", test_vlans_disjoint);
 	for (unsigned i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/config/bad/%s", bad_cases[i].name);
 

@@ -157,6 +157,28 @@ static void test_vf_flows(void)
 	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
 }
 
+/*
+ * The port's ingress policing (the VF's transmit) is the pool's max-tx-rate
+ * when the client set no rate of its own, the client's rate otherwise, and
+ * none while the VF is free (it passes nothing then).
+ */
+static void test_vf_policing_rate(void)
+{
+	struct vpd_pf pf = { .name = (char *)"eth0" };
+	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf, .max_tx_rate_mbps = 1000 };
+	struct vpd_entry e = { .pool = &pool, .vf = 3 };
+
+	g_assert_cmpuint(vpd_vf_policing_rate(&e), ==, 0);
+	e.claimed = true;
+	g_assert_cmpuint(vpd_vf_policing_rate(&e), ==, 1000000);
+	e.attrs.max_tx_rate = 10;
+	g_assert_cmpuint(vpd_vf_policing_rate(&e), ==, 10000);
+	pool.max_tx_rate_mbps = 0;
+	g_assert_cmpuint(vpd_vf_policing_rate(&e), ==, 10000);
+	e.attrs.max_tx_rate = 0;
+	g_assert_cmpuint(vpd_vf_policing_rate(&e), ==, 0);
+}
+
 static void test_flow_mod_add(void)
 {
 	struct vpd_flow f = {
@@ -232,6 +254,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/json/random", test_json_random);
 	g_test_add_func("/ovs/json/put-str", test_json_put_str);
 	g_test_add_func("/ovs/vf-flows", test_vf_flows);
+	g_test_add_func("/ovs/vf-policing-rate", test_vf_policing_rate);
 	g_test_add_func("/ovs/flow-mod-add", test_flow_mod_add);
 	g_test_add_func("/ovs/flow-mod-delete-and-bundle", test_flow_mod_delete_and_bundle);
 	return g_test_run();

@@ -7,11 +7,13 @@
 
 #include <string.h>
 
+/* Pool b has the default MAC policy (locked), pool c lets clients choose. */
 static const char *conf =
-	"[pf pf0]\nnum-vfs = 8\n"
+	"[pf pf0]\nnum-vfs = 10\n"
 	"[pool a]\npf = pf0\nvfs = 0-3\nallow-uids = 1000\nvlans = 100-199\n"
 	"mac-policy = prefix 02:aa\nmax-tx-rate = 1000\n"
-	"[pool b]\npf = pf0\nvfs = 4-7\nmac-policy = locked\nspoof-check = no\n";
+	"[pool b]\npf = pf0\nvfs = 4-7\nspoof-check = no\n"
+	"[pool c]\npf = pf0\nvfs = 8-9\nmac-policy = any\n";
 
 struct fixture {
 	struct vpd_config *cfg;
@@ -42,7 +44,7 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	struct vpd_entry *e;
 
 	(void)data;
-	g_assert_cmpuint(f->pools->entries->len, ==, 8);
+	g_assert_cmpuint(f->pools->entries->len, ==, 10);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 4);
 	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, "vm1", 3, got, &err));
 	g_assert_no_error(err);
@@ -121,6 +123,8 @@ static void vlan_100_qos_3(struct vpd_vf_attrs *a)
 	a->vlan = 100;
 	a->qos = 3;
 }
+/* The VF keeps the daemon's MAC, outside the prefix: always its own. */
+static void vlan_100_daemon_mac(struct vpd_vf_attrs *a) { a->vlan = 100; }
 static void vlan_99(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 99; }
 static void vlan_none(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 0; }
 static void vlan_4095(struct vpd_vf_attrs *a) { mac_in_prefix(a); a->vlan = 4095; }
@@ -158,7 +162,8 @@ static void unchanged(struct vpd_vf_attrs *a) { (void)a; }
 static const struct attr_case attr_cases[] = {
 	{ "mac-in-prefix", "a", vlan_100_qos_3, NULL },
 	{ "mac-outside-prefix", "a", mac_outside_prefix, "MAC outside pool 'a''s prefix" },
-	{ "mac-multicast", "a", mac_multicast, NULL /* message checked by prefix */ },
+	{ "prefix-daemon-mac", "a", vlan_100_daemon_mac, NULL },
+	{ "mac-multicast", "a", mac_multicast, NULL /* message checked by suffix */ },
 	{ "mac-zero", "a", mac_zero, "MAC 00:00:00:00:00:00 is not a unicast address" },
 	{ "vlan-below-range", "a", vlan_99, "VLAN 99 is outside pool 'a''s range 100-199" },
 	{ "vlan-none", "a", vlan_none, NULL /* accepted; passes nothing (test-ovs) */ },
@@ -175,6 +180,8 @@ static const struct attr_case attr_cases[] = {
 	{ "locked-link-down-spoof-off", "b", link_down, NULL },
 	{ "locked-mac-change", "b", locked_mac_change,
 	  "pool 'b' does not let clients change VF MACs" },
+	{ "any-mac-change", "c", mac_outside_prefix, NULL },
+	{ "any-mac-multicast", "c", mac_multicast, NULL /* message checked by suffix */ },
 };
 
 static void test_attrs(struct fixture *f, gconstpointer data)
@@ -194,7 +201,7 @@ static void test_attrs(struct fixture *f, gconstpointer data)
 	before = e->attrs;
 	c->change(&a);
 	ok = vpd_pools_set_attrs(f->pools, e, 7, &a, &err);
-	if (!c->error && strcmp(c->name, "mac-multicast")) {
+	if (!c->error && !g_str_has_suffix(c->name, "mac-multicast")) {
 		g_assert_no_error(err);
 		g_assert_true(ok);
 		g_assert_cmpmem(&e->attrs, sizeof(a), &a, sizeof(a));
@@ -232,6 +239,129 @@ static void test_default_macs(struct fixture *f, gconstpointer data)
 	}
 }
 
+/*
+ * A pool's max-tx-rate caps every claimed VF: one whose client set no rate
+ * (0, also a fresh claim's default) is limited to the pool's, one whose
+ * client set a lower rate to that; the attribute stays what the client set.
+ */
+static void test_pool_rate_caps_vfs(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_vf_attrs a;
+	struct vpd_entry *e, *unlimited;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "a", 7, 0, 0, 1, "vm", 1, got, &err));
+	e = got->pdata[0];
+	g_assert_cmpuint(e->attrs.max_tx_rate, ==, 0);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	a = e->attrs;
+	mac_in_prefix(&a);
+	a.vlan = 100;
+	a.max_tx_rate = 300;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 300);
+	a.max_tx_rate = 0;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_cmpuint(e->attrs.max_tx_rate, ==, 0);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	/* Above the pool's: refused, as before. */
+	a.max_tx_rate = 1001;
+	g_assert_false(vpd_pools_set_attrs(f->pools, e, 7, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_INVALID);
+	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
+	/* A pool without max-tx-rate: what the client set, 0 unlimited. */
+	g_ptr_array_set_size(got, 0);
+	g_assert_true(vpd_pools_claim(f->pools, "b", 7, 0, 0, 1, "vm", 1, got, NULL));
+	unlimited = got->pdata[0];
+	g_assert_cmpuint(vpd_entry_max_tx_rate(unlimited), ==, 0);
+}
+
+/*
+ * No two VFs the daemon manages share a MAC: a client may not take the MAC
+ * another VF has (of any pool), nor the daemon's MAC of another VF, free or
+ * not (that VF gets it back at its next claim).
+ */
+static void test_mac_in_use(struct fixture *f, gconstpointer data)
+{
+	static const uint8_t x[6] = { 0x02, 0, 0, 0, 0, 0x10 };
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *e8, *e9, *b4 = f->pools->entries->pdata[4];
+	struct vpd_vf_attrs a;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, "vm7", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 1, "vm8", 1, got, &err));
+	e8 = got->pdata[0];
+	e9 = got->pdata[1];
+	a = e8->attrs;
+	memcpy(a.mac, x, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, e8, 7, &a, &err));
+	/* Setting it again (with a change of VLAN) is no conflict with itself. */
+	a.vlan = 0;
+	a.link_state = VPD_LINK_ENABLE;
+	g_assert_true(vpd_pools_set_attrs(f->pools, e8, 7, &a, &err));
+
+	a = e9->attrs;
+	memcpy(a.mac, x, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_assert_cmpstr(err->message, ==, "MAC 02:00:00:00:00:10 is in use by another VF");
+	g_clear_error(&err);
+	g_assert_cmpmem(e9->attrs.mac, 6, e9->default_mac, 6);
+	/* The daemon's MAC of a free VF of another pool: reserved for it. */
+	g_assert_false(b4->claimed);
+	memcpy(a.mac, b4->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_assert_true(g_str_has_suffix(err->message, " is the daemon's MAC of another VF"));
+	g_clear_error(&err);
+	/* ... and of e8, which has another MAC now. */
+	memcpy(a.mac, e8->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	/* Once e8 lets go of x (release: back to its own MAC), e9 may take it. */
+	g_assert_true(vpd_pools_release(f->pools, e8, 7, &err));
+	memcpy(a.mac, x, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
+	g_assert_no_error(err);
+}
+
+/*
+ * PF names that g_str_hash() maps alike ("pfaar" and "pfac0") would give
+ * their VFs the same MACs: the daemon's MACs are distinct all the same, and
+ * stable (the same file gives the same MACs).
+ */
+static void test_default_macs_distinct_across_pfs(void)
+{
+	static const char *text =
+		"[pf pfaar]\nnum-vfs = 2\n[pf pfac0]\nnum-vfs = 2\n"
+		"[pool p]\npf = pfaar\n[pool q]\npf = pfac0\n";
+	g_autoptr(vpd_config) cfg = vpd_config_parse(text, "h.conf", NULL);
+	g_autoptr(vpd_config) cfg2 = vpd_config_parse(text, "h.conf", NULL);
+	g_autoptr(vpd_pools) pools = NULL;
+	g_autoptr(vpd_pools) again = NULL;
+
+	g_assert_cmpuint(g_str_hash("pfaar"), ==, g_str_hash("pfac0"));
+	pools = vpd_pools_new(cfg);
+	again = vpd_pools_new(cfg2);
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+		struct vpd_entry *same = again->entries->pdata[i];
+
+		g_assert_cmpmem(e->default_mac, 6, same->default_mac, 6);
+		g_assert_cmpmem(e->attrs.mac, 6, e->default_mac, 6);
+		for (unsigned j = 0; j < i; j++) {
+			struct vpd_entry *o = pools->entries->pdata[j];
+
+			g_assert_cmpint(memcmp(e->default_mac, o->default_mac, 6), !=, 0);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -241,6 +371,11 @@ int main(int argc, char **argv)
 		   teardown);
 	g_test_add("/pool/default-macs", struct fixture, NULL, setup, test_default_macs,
 		   teardown);
+	g_test_add("/pool/rate-cap", struct fixture, NULL, setup, test_pool_rate_caps_vfs,
+		   teardown);
+	g_test_add("/pool/mac-in-use", struct fixture, NULL, setup, test_mac_in_use, teardown);
+	g_test_add_func("/pool/default-macs-distinct-across-pfs",
+			test_default_macs_distinct_across_pfs);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {
 		g_autofree char *path = g_strdup_printf("/pool/attrs/%s", attr_cases[i].name);
 

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The pools' policy as the real daemon applies it through its socket (the
+daemon and its fixture are test_daemon.py's): pool a of its configuration
+lets clients choose MACs (mac-policy = any), pool b has the default policy,
+locked."""
+import errno
+import os
+import subprocess
+
+import pytest
+
+from harness import vpd
+from unit import test_daemon
+
+daemon = test_daemon.daemon
+
+
+def claim_one(c, pool):
+    ((vf, fd),) = c.claim(pool, 1)
+    os.close(fd)
+    return vf
+
+
+def test_mac_policy_defaults_to_locked(daemon):
+    with daemon.client() as c:
+        vf = claim_one(c, "b")
+        with pytest.raises(vpd.DaemonError) as e:
+            c.set_attrs(vf["HANDLE"], mac="02:00:00:00:00:44")
+        assert e.value.errno == 22
+        assert e.value.message == "pool 'b' does not let clients change VF MACs"
+        # Its own MAC, the daemon's, it may set (as QEMU does with the rest).
+        out = c.set_attrs(vf["HANDLE"], mac=vf["MAC"], link_state=1)
+        assert (out["MAC"], out["LINK_STATE"]) == (vf["MAC"], 1)
+
+
+def test_mac_of_another_vf_is_refused(daemon):
+    """No two VFs share a MAC: one another VF has (in any pool) or the
+    daemon's MAC of another VF is EADDRINUSE; a VF's own is never in use."""
+    with daemon.client() as c1, daemon.client() as c2:
+        v1, v2 = claim_one(c1, "a"), claim_one(c2, "a")
+        c1.set_attrs(v1["HANDLE"], vlan=100, mac="02:00:00:00:00:10")
+        c1.set_attrs(v1["HANDLE"], vlan=101, mac="02:00:00:00:00:10")
+        b_mac = next(v["MAC"] for v in c1.status() if v["POOL"] == "b")
+        for mac, msg in (("02:00:00:00:00:10", "is in use by another VF"),
+                         (b_mac, "is the daemon's MAC of another VF"),
+                         (v1["MAC"], "is the daemon's MAC of another VF")):
+            with pytest.raises(vpd.DaemonError) as e:
+                c2.set_attrs(v2["HANDLE"], vlan=100, mac=mac)
+            assert e.value.errno == errno.EADDRINUSE
+            assert e.value.message == f"MAC {mac} {msg}"
+        (now,) = c2.query()
+        assert (now["MAC"], now["VLAN"]) == (v2["MAC"], 0)
+        # Given up by the first VF, the MAC may go to the second.
+        c1.set_attrs(v1["HANDLE"], mac="02:00:00:00:00:11")
+        assert c2.set_attrs(v2["HANDLE"], mac="02:00:00:00:00:10")["MAC"] == \
+            "02:00:00:00:00:10"
+
+
+def test_daemon_refuses_pools_sharing_a_vlan_on_its_bridge(tmp_path):
+    conf = tmp_path / "vpd.conf"
+    conf.write_text(f"[daemon]\nsocket = {tmp_path}/api.sock\nstate = {tmp_path}/state\n"
+                    "ovs-bridge = br0\n[pf eni0np1]\nnum-vfs = 4\n"
+                    "[pool a]\npf = eni0np1\nvfs = 0-1\nvlans = 100-199\n"
+                    "[pool b]\npf = eni0np1\nvfs = 2-3\nvlans = 199-200\n")
+    p = subprocess.run([test_daemon.daemon_binary(), "-c", str(conf),
+                        "--fake-vhost-dir", str(tmp_path)],
+                       capture_output=True, text=True, timeout=30,
+                       env=dict(os.environ, **test_daemon.SAN_ENV))
+    assert p.returncode == 1
+    assert p.stdout == ""
+    assert p.stderr == (f"vdpa-pool-daemon: {conf}:11: pool 'b' shares VLAN 199 with pool "
+                        "'a' (line 7) on OVS bridge 'br0'\n")
+    assert not os.path.exists(tmp_path / "api.sock")
