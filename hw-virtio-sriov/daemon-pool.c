@@ -25,6 +25,7 @@
  */
 
 #include "qemu/osdep.h"
+#include <poll.h>
 #include "qapi/error.h"
 #include "qapi/qapi-commands-net.h"
 #include "qapi/qapi-types-net.h"
@@ -154,7 +155,7 @@ static GByteArray *msg_new(uint16_t type, uint32_t seq)
  * an error).  NULL with @errp set on failure, no fds left open.
  */
 static GByteArray *recv_answer(VsriovDaemonPool *dp, uint8_t *hdr, int *fds,
-                               int *nfds, Error **errp)
+                               int *nfds, int64_t deadline, Error **errp)
 {
     const int max_fds = VPD_MAX_FDS;
     const char *id = object_get_canonical_path_component(OBJECT(dp));
@@ -180,6 +181,15 @@ static GByteArray *recv_answer(VsriovDaemonPool *dp, uint8_t *hdr, int *fds,
         } else {
             iov.iov_base = payload->data + got - VPD_HEADER_SIZE;
             iov.iov_len = payload->len - (got - VPD_HEADER_SIZE);
+        }
+        /* One deadline for the whole request, however the bytes trickle. */
+        struct pollfd pfd = { .fd = dp->fd, .events = POLLIN };
+        int64_t left = (deadline - g_get_monotonic_time()) / 1000;
+
+        if (left <= 0 || poll(&pfd, 1, left) == 0) {
+            error_setg(errp, "vsriov-daemon-pool '%s': %s did not answer "
+                       "within %d s", id, dp->socket, VPD_TIMEOUT_S);
+            goto fail;
         }
         r = recvmsg(dp->fd, &mh, MSG_CMSG_CLOEXEC);
         if (r < 0 && errno == EINTR) {
@@ -384,6 +394,8 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
     g_autoptr(GByteArray) payload = NULL;
     int got_fds[VPD_MAX_FDS];
     int n_fds = 0;
+    int64_t deadline = g_get_monotonic_time() +
+                       VPD_TIMEOUT_S * G_USEC_PER_SEC;
 
     stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
     if (!ensure_connected(dp, errp)) {
@@ -395,7 +407,7 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
         return NULL;
     }
     for (unsigned late = 0;; late++) {
-        payload = recv_answer(dp, hdr, got_fds, &n_fds, errp);
+        payload = recv_answer(dp, hdr, got_fds, &n_fds, deadline, errp);
         if (!payload) {
             return NULL;
         }
@@ -508,7 +520,7 @@ static void release_handle(VsriovDaemonPool *dp, uint32_t handle)
     put_u32(m, VPD_A_HANDLE, handle);
     reply = transact(dp, m, NULL, 0, &nfds, &err);
     if (!reply) {
-        warn_report_err(err);
+        vsriov_report_guest_err(err);   /* at a VF disable, too */
     }
 }
 
@@ -605,7 +617,7 @@ static unsigned daemon_available(VsriovPool *pool)
         return n;
     }
     if (!ensure_netdevs(dp, &err)) {
-        warn_report_err(err);
+        vsriov_report_guest_err(err);
         return 0;
     }
     return parent_class->available(pool);

@@ -23,6 +23,8 @@
 #include "qapi/qapi-visit-common.h"
 #include "qapi/qapi-builtin-visit.h"
 #include "qom/object_interfaces.h"
+#include "qemu/error-report.h"
+#include "qemu/timer.h"
 #include "net/net.h"
 #include "vsriov.h"
 #include "trace.h"
@@ -302,3 +304,30 @@ static void vsriov_pool_register_types(void)
 }
 
 type_init(vsriov_pool_register_types);
+
+#define GUEST_REPORT_BURST 10
+#define GUEST_REPORT_WINDOW_NS (10 * NANOSECONDS_PER_SECOND)
+
+void vsriov_report_guest_err(Error *err)
+{
+    static int64_t window;
+    static unsigned shown, hidden;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    trace_vsriov_guest_err(error_get_pretty(err));
+    if (now - window >= GUEST_REPORT_WINDOW_NS) {
+        if (hidden) {
+            warn_report("vsriov: %u more such report(s) in the last 10 s not "
+                        "shown (guest-triggered)", hidden);
+        }
+        window = now;
+        shown = hidden = 0;
+    }
+    if (shown < GUEST_REPORT_BURST) {
+        shown++;
+        warn_report_err(err);
+    } else {
+        hidden++;
+        error_free(err);
+    }
+}

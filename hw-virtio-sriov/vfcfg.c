@@ -157,7 +157,7 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
     if (!pc->configure(vpf->pool, vpf->backends[i], c,
                        vf_config_diff(&vpf->vfcfg[i], c), &err)) {
         error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
-        warn_report_err(err);
+        vsriov_report_guest_err(err);
         return VSRIOV_VFCFG_S_EPERM;
     }
     return VSRIOV_VFCFG_S_OK;

@@ -31,6 +31,7 @@
 
 #include "qemu/osdep.h"
 #include "qapi/error.h"
+#include "qemu/timer.h"
 #include "qapi/qapi-events-vsriov.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pci_bus.h"
@@ -77,6 +78,45 @@ uint16_t vsriov_pf_enabled_vfs(VsriovPF *vpf)
  * handling (pcie_sriov_config_write() included); a change in the number of
  * enabled VFs is reported to management.
  */
+#define VFS_CHANGED_INTERVAL_NS NANOSECONDS_PER_SECOND
+
+static void vpf_send_vfs_changed(VsriovPF *vpf, bool delayed)
+{
+    g_autofree char *path = object_get_canonical_path(OBJECT(vpf->pf));
+
+    trace_vsriov_vfs_changed_event(DEVICE(vpf->pf)->id, vpf->enabled_vfs,
+                                   delayed);
+    vpf->event_last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    qapi_event_send_vsriov_vfs_changed(DEVICE(vpf->pf)->id, path,
+                                       vpf->enabled_vfs);
+}
+
+static void vpf_event_timer(void *opaque)
+{
+    vpf_send_vfs_changed(opaque, true);
+}
+
+/*
+ * A guest can flip VF Enable as fast as it likes: at most one event per
+ * second per PF, the held-back one saying the number of enabled VFs when
+ * it is sent (the last change is never lost).
+ */
+static void vpf_vfs_changed(VsriovPF *vpf)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (timer_pending(vpf->event_timer)) {
+        return;
+    }
+    if (!vpf->event_last_ns ||
+        now - vpf->event_last_ns >= VFS_CHANGED_INTERVAL_NS) {
+        vpf_send_vfs_changed(vpf, false);
+    } else {
+        timer_mod(vpf->event_timer,
+                  vpf->event_last_ns + VFS_CHANGED_INTERVAL_NS);
+    }
+}
+
 static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
                              int len)
 {
@@ -96,11 +136,9 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
              i < MAX(now, vpf->enabled_vfs); i++) {
             vsriov_vfcfg_reset_vf(vpf, i);
         }
-        g_autofree char *path = object_get_canonical_path(OBJECT(pf));
-
         trace_vsriov_vfs_changed(DEVICE(pf)->id, vpf->enabled_vfs, now);
         vpf->enabled_vfs = now;
-        qapi_event_send_vsriov_vfs_changed(DEVICE(pf)->id, path, now);
+        vpf_vfs_changed(vpf);
     }
 }
 
@@ -293,7 +331,7 @@ static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
     if (err) {
         error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u VF(s) "
                       "refused: ", DEVICE(pf)->id, num_vfs);
-        error_report_err(err);
+        vsriov_report_guest_err(err);
         vpf_release_disabled(vpf);
     } else {
         trace_vsriov_vfs_backed(DEVICE(pf)->id, num_vfs);
@@ -466,6 +504,8 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         pf->exp.sriov_pf.prepare_vfs = vpf_prepare_vfs;
         pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
     }
+    vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
+    vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
     trace_vsriov_pf_realize(id, n,
         object_get_canonical_path_component(OBJECT(vpf->pool)));
@@ -484,6 +524,8 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     }
     trace_vsriov_pf_exit(DEVICE(pf)->id);
     QTAILQ_REMOVE(&vpfs, vpf, next);
+    timer_free(vpf->event_timer);
+    vpf->event_timer = NULL;
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;
     if (vpf->release_bh) {

@@ -118,6 +118,8 @@ typedef struct VsriovPF {
     QEMUBH *release_bh;         /* lazy: returns backends after a reset */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
+    QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
+    int64_t event_last_ns;  /* QEMU_CLOCK_REALTIME of the last one sent */
     uint16_t sriov_cap;
     uint16_t vfcfg_cap;     /* the VF-configuration VSEC (vfcfg.c) */
     VsriovVFConfig *vfcfg;  /* per VF */
@@ -167,5 +169,12 @@ typedef QTAILQ_HEAD(, VsriovPool) VsriovPoolList;
 VsriovPFList *vsriov_pf_list(void);
 VsriovPoolList *vsriov_pool_list(void);
 uint16_t vsriov_pf_enabled_vfs(VsriovPF *vpf);
+
+/*
+ * Report an error that a guest's action caused (a VF configuration
+ * command, a VF Enable): a guest may repeat those at will, so at most 10
+ * are reported per 10 s and then how many were not.  Takes err.
+ */
+void vsriov_report_guest_err(Error *err);
 
 #endif /* HW_VIRTIO_SRIOV_VSRIOV_H */

@@ -254,6 +254,11 @@ static void test_toggle_stress(void)
     VsriovPcie p;
     uint16_t cap;
 
+    int64_t t0 = g_get_monotonic_time();
+    unsigned events = 0;
+    int64_t vfs;
+    QDict *ev;
+
     vsriov_pcie_init(&p, qts, 2);
     cap = sriov_cap(&p);
     vsriov_cfg_writew(&p, 1, 0, cap + PCI_SRIOV_NUM_VF, NUM_BACKENDS);
@@ -264,6 +269,20 @@ static void test_toggle_stress(void)
     assert_vf_states(qts, 0);
     vsriov_cfg_writew(&p, 1, 0, cap + PCI_SRIOV_CTRL, PCI_SRIOV_CTRL_VFE);
     assert_vf_states(qts, NUM_BACKENDS);
+    set_vfs(&p, cap, 2);
+    /*
+     * VSRIOV_VFS_CHANGED is held back to one a second per PF (a guest
+     * flips VF Enable at will): a handful for 2003 changes, and the last
+     * one says how it ended (2 VFs).
+     */
+    do {
+        ev = qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
+        vfs = qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs");
+        qobject_unref(ev);
+        events++;
+    } while (vfs != 2);
+    g_assert_cmpuint(events, <=,
+                     2 + (g_get_monotonic_time() - t0) / G_USEC_PER_SEC);
     qtest_quit(qts);
 }
 

@@ -330,6 +330,41 @@ def test_qemu_daemon_pool_errors_and_release(daemon):
     assert "2 VF(s) claimed by 'p0'" in daemon.logtext()
 
 
+def test_qemu_has_one_deadline_per_daemon_request(tmp_path):
+    """A daemon that answers a byte at a time (stuck, or hostile) cannot keep
+    QEMU waiting past its deadline of 5 s for the whole request (each read
+    used to get 5 s of its own: 16 bytes of header alone, 80 s)."""
+    import socket as so
+    import threading
+    path = str(tmp_path / "slow.sock")
+    srv = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = srv.accept()
+        conn.recv(4096)
+        answer = vpd.encode(vpd.REPLY, 1, [])
+        for b in answer:
+            if stop.wait(2):
+                break
+            conn.send(bytes([b]))
+        conn.close()
+
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    t0 = time.monotonic()
+    p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={path},pool=a,count=1")
+    took = time.monotonic() - t0
+    stop.set()
+    srv.close()
+    assert p.returncode == 1
+    assert f"vsriov-daemon-pool 'p0': {path} did not answer within 5 s" in p.stderr, p.stderr
+    print(f"QEMU gave up after {took:.1f} s")
+    assert took < 30, took   # 5 s, with QEMU's start; not 16 bytes x 2 s
+
+
 def test_state_file_round_trip_of_odd_owner_names(daemon):
     owner = " vm\t1\nwith\\odd [chars] = x "
     p = holder(daemon, "b", 1)
