@@ -616,9 +616,12 @@ static unsigned daemon_available(VsriovPool *pool)
         }
         return n;
     }
-    if (!ensure_netdevs(dp, &err)) {
-        vsriov_report_guest_err(err);
-        return 0;
+    if (!dp->netdevs_created) {
+        /*
+         * Their netdevs are made at the first claim, not here: a query
+         * (query-vsriov-pools) changes nothing.  None is taken yet.
+         */
+        return dp->count;
     }
     return parent_class->available(pool);
 }

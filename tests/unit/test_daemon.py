@@ -4,6 +4,7 @@ with the kernel faked: --fake-vhost-dir serves plain files as the pooled
 VFs' vhost-vdpa devices, so claims, fd passing, authorisation by peer
 credentials, release on disconnect, the state file and restarts are tested
 here; provisioning is tested against the real kernel at Level 1."""
+import json
 import os
 import shutil
 import signal
@@ -328,6 +329,31 @@ def test_qemu_daemon_pool_errors_and_release(daemon):
     assert "Fail to query features from vhost-vDPA device" in p.stderr
     wait_free(daemon, "a", 3, timeout=1)
     assert "2 VF(s) claimed by 'p0'" in daemon.logtext()
+
+
+def test_qemu_query_of_a_daemon_pool_changes_nothing(daemon):
+    """query-vsriov-pools reports a premapped daemon pool's VFs free
+    without making their netdevs (it used to make them, as a side effect;
+    here that fails loudly: the fake fds are no vhost-vdpa devices)."""
+    cmds = [{"execute": "qmp_capabilities"}, {"execute": "query-vsriov-pools"},
+            {"execute": "human-monitor-command",
+             "arguments": {"command-line": "info network"}},
+            {"execute": "quit"}]
+    p = subprocess.run(
+        [paths_qemu(), "-M", "q35", "-nodefaults", "-display", "none", "-qmp", "stdio",
+         "-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=a,count=2"],
+        input="".join(json.dumps(c) + "\n" for c in cmds), capture_output=True,
+        text=True, timeout=120)
+    answers = [json.loads(line) for line in p.stdout.splitlines() if '"return"' in line]
+    pools, network = answers[1]["return"], answers[2]["return"]
+    assert [(q["id"], q["free"]) for q in pools] == [("p0", 2)], pools
+    assert "p0.0" not in network and "vhost-vdpa" not in network, network
+    assert "Fail to query features" not in p.stderr, p.stderr
+
+
+def paths_qemu():
+    from harness import paths
+    return paths.QEMU_BIN
 
 
 def test_qemu_has_one_deadline_per_daemon_request(tmp_path):
