@@ -43,9 +43,16 @@ struct vpd_entry {
 	unsigned vf;                  /* VF index of pool->pf */
 	uint8_t default_mac[6];
 	bool claimed;
+	/*
+	 * Not offered to claims: its device is held open by a process the
+	 * daemon does not know of (found at start, see daemon.c), or does not
+	 * exist (provisioning could not make it).  Cleared only by a restart.
+	 */
+	bool quarantined;
 	uint64_t client;              /* claimant's connection id */
 	uid_t uid;
 	pid_t pid;
+	guint64 start_time;           /* the claimant's (proc.h), 0: unknown */
 	char *owner;                  /* what the claimant calls itself (VM name) */
 	struct vpd_vf_attrs attrs;
 	char *vdpa_dev;               /* its vDPA device, set by provisioning */
@@ -61,12 +68,13 @@ struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg);
 void vpd_pools_free(struct vpd_pools *pools);
 
 /*
- * Claim n free VFs of pool for a client, all or none.  The claimed entries
- * are appended to out (not owned).
+ * Claim n free VFs of pool (neither claimed nor quarantined) for a client,
+ * all or none; the claimant is process pid started at start_time (proc.h,
+ * 0: unknown).  The claimed entries are appended to out (not owned).
  */
 bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
-		     uid_t uid, gid_t gid, pid_t pid, const char *owner, unsigned n,
-		     GPtrArray *out, GError **error);
+		     uid_t uid, gid_t gid, pid_t pid, guint64 start_time, const char *owner,
+		     unsigned n, GPtrArray *out, GError **error);
 
 /* Release one entry held by client; its attributes go back to defaults. */
 bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
@@ -80,6 +88,7 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *attrs,
 			 GError **error);
 
+/* VFs of pool that a claim may take: neither claimed nor quarantined. */
 unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
 
 /*

@@ -121,7 +121,8 @@ static const char *nested_str(GArray *a, uint16_t type)
 
 static int status(const char *path, bool json)
 {
-	static const char *const state[] = { "free", "claimed", "claimed (not connected)" };
+	static const char *const state[] = { "free", "claimed", "claimed (not connected)",
+					      "quarantined" };
 	static const char *const link[] = { "auto", "enable", "disable" };
 	g_autoptr(GError) err = NULL;
 	g_autoptr(vpd_msg) m = NULL;
@@ -160,7 +161,7 @@ static int status(const char *path, bool json)
 			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", macv->value[0],
 				 macv->value[1], macv->value[2], macv->value[3], macv->value[4],
 				 macv->value[5]);
-		st = MIN(nested_u32(a, VPD_A_COUNT), 2u);
+		st = MIN(nested_u32(a, VPD_A_COUNT), 3u);
 		if (json) {
 			g_autofree char *pool = g_strescape(nested_str(a, VPD_A_POOL), NULL);
 			g_autofree char *owner = g_strescape(nested_str(a, VPD_A_OWNER), NULL);

@@ -44,7 +44,7 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	(void)data;
 	g_assert_cmpuint(f->pools->entries->len, ==, 8);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 4);
-	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, "vm1", 3, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, 0, "vm1", 3, got, &err));
 	g_assert_no_error(err);
 	g_assert_cmpuint(got->len, ==, 3);
 	e = got->pdata[0];
@@ -55,7 +55,7 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 1);
 
 	/* All or nothing: 2 asked, 1 free. */
-	g_assert_false(vpd_pools_claim(f->pools, "a", 2, 0, 0, 43, "vm2", 2, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 2, 0, 0, 43, 0, "vm2", 2, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
 	g_assert_cmpstr(err->message, ==, "pool 'a' has 1 free VF(s), 2 asked");
 	g_clear_error(&err);
@@ -83,17 +83,17 @@ static void test_claim_refusals(struct fixture *f, gconstpointer data)
 	g_autoptr(GError) err = NULL;
 
 	(void)data;
-	g_assert_false(vpd_pools_claim(f->pools, "zz", 1, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "zz", 1, 0, 0, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NO_POOL);
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 2000, 2000, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 2000, 2000, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
 	g_assert_cmpstr(err->message, ==, "uid 2000 gid 2000 may not claim from pool 'a'");
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "b", 1, 1000, 1000, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "b", 1, 1000, 1000, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 0, 0, 1, "vm", 0, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 0, 0, 1, 0, "vm", 0, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
 	g_assert_cmpuint(got->len, ==, 0);
 }
@@ -186,7 +186,7 @@ static void test_attrs(struct fixture *f, gconstpointer data)
 	struct vpd_entry *e;
 	bool ok;
 
-	g_assert_true(vpd_pools_claim(f->pools, c->pool, 7, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, c->pool, 7, 0, 0, 1, 0, "vm", 1, got, &err));
 	e = got->pdata[0];
 	/* a pool with a VLAN range starts its VFs untagged; untagged is valid
 	 * only where the range includes 0, so start from a valid VLAN there */
