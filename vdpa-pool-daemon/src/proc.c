@@ -21,10 +21,14 @@ bool vpd_proc_parse_start_time(const char *stat, gsize len, guint64 *start_time)
 			p = c;
 	if (!p || len == 0 || !g_ascii_isdigit(stat[0]) || !memchr(stat, '(', p - stat))
 		return false;
-	/* p is on field 2's ')'; each ' ' starts the next field. */
-	for (field = 2, p++; p < end && field < START_TIME_FIELD; p++)
-		if (*p == ' ')
-			field++;
+	/* p is on field 2's ')'; each ' ' starts the next field, none empty. */
+	for (field = 2, p++; p < end && field < START_TIME_FIELD; p++) {
+		if (*p != ' ')
+			continue;
+		if (p[-1] == ' ')
+			return false;
+		field++;
+	}
 	if (field != START_TIME_FIELD || p >= end || !g_ascii_isdigit(*p))
 		return false;
 	for (; p < end && g_ascii_isdigit(*p); p++) {
