@@ -252,7 +252,7 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	failed = "";
-	quarantined = quarantine_held(pools, fake_dir);
+	quarantined = quarantine_held(pools, fake_dir != NULL);
 	server = vpd_server_new(pools, socket_path, state, &err);
 	if (!server)
 		goto out;

@@ -363,7 +363,7 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GHashTa
 	for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
 		const struct vpd_pf *pf = p->cfg->pfs->pdata[i];
 		g_autofree char *devdir = NULL;
-		unsigned n = 0, have;
+		unsigned n = 0, have, held;
 
 		if (pf->vduse)
 			continue;   /* vpd_provision_vduse(), once OVS has the ports */
@@ -372,10 +372,8 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GHashTa
 			return false;
 		if (pf->switchdev && !ensure_switchdev(p, pf, devdir, error))
 			return false;
-		if (!vpd_provision_num_vfs(pf, devdir,
-					   in_use ? GPOINTER_TO_UINT(g_hash_table_lookup(in_use,
-											  pf->name)) : 0,
-					   &have, error))
+		held = in_use ? GPOINTER_TO_UINT(g_hash_table_lookup(in_use, pf->name)) : 0;
+		if (!vpd_provision_num_vfs(pf, devdir, held, &have, error))
 			return false;
 		for (unsigned j = 0; j < pools->entries->len; j++) {
 			struct vpd_entry *e = pools->entries->pdata[j];

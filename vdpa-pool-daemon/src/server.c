@@ -605,9 +605,10 @@ void vpd_server_watch_orphans(struct vpd_server *s)
 			unsigned n = release_client(s, 0, pid);
 
 			if (start_time && start_time != claimant)
-				g_warning("pid %d is another process now (started at %" G_GUINT64_FORMAT
-					  ", the claimant at %" G_GUINT64_FORMAT "): %u VF(s) it held "
-					  "released", pid, start_time, claimant, n);
+				g_warning("pid %d is another process now (started at %"
+					  G_GUINT64_FORMAT ", the claimant at %" G_GUINT64_FORMAT
+					  "): %u VF(s) it held released", pid, start_time,
+					  claimant, n);
 			else
 				g_message("pid %d is gone: %u VF(s) it held released", pid, n);
 			continue;

@@ -155,10 +155,10 @@ static bool write_snapshot(const struct vpd_pools *pools, const char *path, guin
 				       "vlan=%u\nqos=%u\nvlan-proto=%u\nspoofchk=%s\ntrust=%s\n"
 				       "link-state=%u\nmin-tx-rate=%u\nmax-tx-rate=%u\n\n",
 				       (unsigned)e->uid, (int)e->pid, e->start_time, a->mac[0],
-				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5], a->vlan,
-				       a->qos, a->vlan_proto, a->spoofchk ? "true" : "false",
-				       a->trust ? "true" : "false", (unsigned)a->link_state,
-				       a->min_tx_rate, a->max_tx_rate);
+				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5],
+				       a->vlan, a->qos, a->vlan_proto,
+				       a->spoofchk ? "true" : "false", a->trust ? "true" : "false",
+				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate);
 	}
 	if (g_mkdir_with_parents(dir, 0700) < 0) {
 		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
@@ -627,14 +627,14 @@ static void check_claimants(struct load *ld)
 			continue;
 		case ID_UNKNOWN:
 			if (ld->version < 2)
-				g_warning("%s: the state file (format 1) does not say which process "
-					  "claimed it, only its pid (%d): released; if that process "
-					  "still holds the VF's device, the VF is quarantined", where,
-					  (int)e->pid);
+				g_warning("%s: the state file (format 1) does not say which "
+					  "process claimed it, only its pid (%d): released; if "
+					  "that process still holds the VF's device, the VF is "
+					  "quarantined", where, (int)e->pid);
 			else
-				g_warning("%s: the start time of its claimant (pid %d) was not known: "
-					  "released; if that process still holds the VF's device, "
-					  "the VF is quarantined", where, (int)e->pid);
+				g_warning("%s: the start time of its claimant (pid %d) was not "
+					  "known: released; if that process still holds the VF's "
+					  "device, the VF is quarantined", where, (int)e->pid);
 			count_in_use(ld, e->pool->pf->name);
 			break;
 		case ID_OTHER_BOOT:
@@ -645,9 +645,9 @@ static void check_claimants(struct load *ld)
 			g_message("%s: pid %d is gone: released", where, (int)e->pid);
 			break;
 		case ID_OTHER_PROCESS:
-			g_warning("%s: pid %d is another process now (started at %" G_GUINT64_FORMAT
-				  ", the claimant at %" G_GUINT64_FORMAT "): released", where,
-				  (int)e->pid, now, e->start_time);
+			g_warning("%s: pid %d is another process now (started at %"
+				  G_GUINT64_FORMAT ", the claimant at %" G_GUINT64_FORMAT
+				  "): released", where, (int)e->pid, now, e->start_time);
 			break;
 		}
 		forget_claim(e);
@@ -662,9 +662,10 @@ static void check_claimants(struct load *ld)
 		id = identify(ld, s->pid, s->start_time, &now);
 		if ((id == ID_OK || id == ID_UNKNOWN) && s->pf) {
 			count_in_use(ld, s->pf);
-			g_warning("state file %s: no pool has VF '%s' any more; the claim of pid %d "
-				  "is dropped, but that process may still use it: PF %s keeps its "
-				  "number of VFs", ld->path, (const char *)key, (int)s->pid, s->pf);
+			g_warning("state file %s: no pool has VF '%s' any more; the claim of "
+				  "pid %d is dropped, but that process may still use it: PF %s "
+				  "keeps its number of VFs", ld->path, (const char *)key,
+				  (int)s->pid, s->pf);
 		} else {
 			g_warning("state file %s: no pool has VF '%s' any more; its claim is "
 				  "dropped", ld->path, (const char *)key);
@@ -844,13 +845,15 @@ bool vpd_state_record(struct vpd_state *st, const struct vpd_pools *pools,
 		g_auto(GStrv) words = g_strsplit(escaped, " ", -1);
 		g_autofree char *owner = g_strjoinv("\\040", words);
 
-		body = g_strdup_printf("%" G_GUINT64_FORMAT " claim %s %u %s %u %d %" G_GUINT64_FORMAT
-				       " %02x:%02x:%02x:%02x:%02x:%02x %u %u %u %u %u %u %u %u %s",
+		body = g_strdup_printf("%" G_GUINT64_FORMAT " claim %s %u %s %u %d %"
+				       G_GUINT64_FORMAT " %02x:%02x:%02x:%02x:%02x:%02x "
+				       "%u %u %u %u %u %u %u %u %s",
 				       st->gen, e->pool->name, e->vf, e->pool->pf->name,
 				       (unsigned)e->uid, (int)e->pid, e->start_time, a->mac[0],
-				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5], a->vlan,
-				       a->qos, a->vlan_proto, a->spoofchk, a->trust,
-				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate, owner);
+				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5],
+				       a->vlan, a->qos, a->vlan_proto, a->spoofchk, a->trust,
+				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate,
+				       owner);
 	} else {
 		body = g_strdup_printf("%" G_GUINT64_FORMAT " free %s %u", st->gen, e->pool->name,
 				       e->vf);

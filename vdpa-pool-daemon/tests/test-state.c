@@ -97,8 +97,8 @@ static char *claim(const char *pool, unsigned vf, const char *pf, pid_t pid, gui
 	return g_strdup_printf("[claim %s %u]\npf=%s\nowner=vm-%u\nuid=0\npid=%d\n"
 			       "start-time=%" G_GUINT64_FORMAT "\nmac=02:00:00:00:00:%02x\nvlan=0\n"
 			       "qos=0\nvlan-proto=33024\nspoofchk=true\ntrust=false\nlink-state=0\n"
-			       "min-tx-rate=0\nmax-tx-rate=0\n\n", pool, vf, pf, vf, (int)pid, start,
-			       vf + 1);
+			       "min-tx-rate=0\nmax-tx-rate=0\n\n", pool, vf, pf, vf, (int)pid,
+			       start, vf + 1);
 }
 
 static char *snapshot(const char *boot, const char *claims)
@@ -426,8 +426,8 @@ static void test_open_moves_invalid_aside(struct fixture *f, gconstpointer data)
 	g_assert_true(g_file_set_contents(path, garbage, sizeof(garbage), NULL));
 	g_assert_true(g_file_set_contents(jpath, "journal", -1, NULL));
 	g_test_expect_message(NULL, G_LOG_LEVEL_WARNING,
-			      "state file */state is not a state file of this daemon (binary data): "
-			      "moved to */state.corrupt-*, its journal to "
+			      "state file */state is not a state file of this daemon "
+			      "(binary data): moved to */state.corrupt-*, its journal to "
 			      "*/state.journal.corrupt-*; the claims it held are lost*");
 	st = vpd_state_open(f->pools, path, BOOT, &f->report, &err);
 	g_assert_no_error(err);
