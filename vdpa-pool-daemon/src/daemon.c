@@ -10,10 +10,11 @@
  * (STATE.lock and SOCKET.lock: one daemon per state file and socket),
  * restore the claims of the state file, provision (VFs, switchdev, one
  * vDPA device per pooled VF bound to vhost_vdpa; idempotent, and the
- * number of VFs of a PF is not changed under claims), make OVS hold each
- * VF's port and flows as the claims say (when ovs-bridge is configured;
- * VDUSE PFs get their vDPA devices only then, once OVS-DPDK has made
- * them), quarantine each unclaimed VF whose device someone holds open,
+ * number of VFs of a PF is not changed while VFs are in use), make OVS
+ * hold each VF's port and flows as the claims say (when ovs-bridge is
+ * configured; VDUSE PFs get their vDPA devices only then, once OVS-DPDK
+ * has made them), quarantine each unclaimed VF whose device someone holds
+ * open,
  * then serve the API socket until SIGTERM or SIGINT.  Stopping does not
  * release claims: VFs in use keep their data plane, and a restarted daemon
  * gives each claim back to its process.

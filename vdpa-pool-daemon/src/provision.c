@@ -6,6 +6,7 @@
 #include "provision.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <linux/devlink.h>
 #include <linux/vdpa.h>
@@ -226,12 +227,47 @@ enum vpd_num_vfs_step vpd_num_vfs_step(unsigned now, unsigned want, unsigned in_
 	return in_use ? VPD_NUM_VFS_HOLD : VPD_NUM_VFS_SET;
 }
 
+/*
+ * How many of the PF's first n VFs have a vDPA device of the daemon whose
+ * vhost-vdpa device someone holds open (vhost-vdpa allows one opener and
+ * answers others EBUSY): VMs that the state file does not know of, when
+ * it was lost or damaged.  Opening a free device resets it, which does
+ * not matter to a VF that is about to be destroyed.
+ */
+static unsigned vfs_held_open(const struct vpd_pf *pf, unsigned n)
+{
+	unsigned held = 0;
+
+	for (unsigned vf = 0; vf < n; vf++) {
+		g_autofree char *name = vpd_vdpa_dev_name(pf, vf);
+		g_autofree char *dir = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
+		g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+		const char *f;
+
+		while (d && (f = g_dir_read_name(d))) {
+			g_autofree char *dev = NULL;
+			int fd;
+
+			if (!g_str_has_prefix(f, "vhost-vdpa-"))
+				continue;
+			dev = g_strdup_printf("/dev/%s", f);
+			fd = open(dev, O_RDWR | O_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			else if (errno == EBUSY)
+				held++;
+		}
+	}
+	return held;
+}
+
 bool vpd_provision_num_vfs(const struct vpd_pf *pf, const char *devdir, unsigned in_use,
 			   unsigned *have, GError **error)
 {
 	g_autofree char *path = g_strdup_printf("%s/sriov_numvfs", devdir);
 	g_autofree char *now = read_line(path);
 	g_autofree char *want = g_strdup_printf("%u", pf->num_vfs);
+	enum vpd_num_vfs_step step;
 	guint64 n;
 
 	if (!now)
@@ -240,14 +276,21 @@ bool vpd_provision_num_vfs(const struct vpd_pf *pf, const char *devdir, unsigned
 		return fail(error, "PF %s: %s holds '%s', not a number of VFs", pf->name, path,
 			    now);
 	*have = n;
-	switch (vpd_num_vfs_step(n, pf->num_vfs, in_use)) {
+	step = vpd_num_vfs_step(n, pf->num_vfs, in_use);
+	/* The kernel has the last word: a device held open is a VF in use. */
+	if (step == VPD_NUM_VFS_SET) {
+		in_use = vfs_held_open(pf, n);
+		step = vpd_num_vfs_step(n, pf->num_vfs, in_use);
+	}
+	switch (step) {
 	case VPD_NUM_VFS_KEEP:
 		return true;
 	case VPD_NUM_VFS_HOLD:
-		g_warning("PF %s: num-vfs is %u but the PF has %s VFs, and the state holds %u "
-			  "claim(s) of its VFs (running VMs): setting sriov_numvfs would destroy "
-			  "their VFs, so it stays %s until the daemon starts with no claim on "
-			  "this PF", pf->name, pf->num_vfs, now, in_use, now);
+		g_warning("PF %s: num-vfs is %u but the PF has %s VFs, and %u of them may be in "
+			  "use by running VMs (claims in the state file, or vhost-vdpa devices "
+			  "held open): setting sriov_numvfs would destroy their VFs, so it stays "
+			  "%s until the daemon starts with none in use on this PF", pf->name,
+			  pf->num_vfs, now, in_use, now);
 		return true;
 	case VPD_NUM_VFS_SET:
 		break;

@@ -41,9 +41,12 @@ enum vpd_num_vfs_step { VPD_NUM_VFS_KEEP, VPD_NUM_VFS_SET, VPD_NUM_VFS_HOLD };
 enum vpd_num_vfs_step vpd_num_vfs_step(unsigned now, unsigned want, unsigned in_use);
 
 /*
- * That step on the PF's sysfs device folder devdir (its sriov_numvfs);
- * *have is how many VFs the PF has after it.  Also unit-tested on a
- * folder that stands in for sysfs.
+ * That step on the PF's sysfs device folder devdir (its sriov_numvfs):
+ * before the VFs are destroyed, the vhost-vdpa devices of the daemon's
+ * vDPA devices on them are opened, and one held open by someone (EBUSY:
+ * a VM the state does not know of) counts as in use too.  *have is how
+ * many VFs the PF has after it.  Also unit-tested on a folder that stands
+ * in for sysfs.
  */
 bool vpd_provision_num_vfs(const struct vpd_pf *pf, const char *devdir, unsigned in_use,
 			   unsigned *have, GError **error);

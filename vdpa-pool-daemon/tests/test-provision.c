@@ -136,11 +136,11 @@ static void test_num_vfs_sysfs(void)
 	/* Claims held on the PF: a warning, and the 4 VFs stay. */
 	g_assert_true(g_file_set_contents(path, "4\n", -1, NULL));
 	g_test_expect_message(NULL, G_LOG_LEVEL_WARNING,
-			      "PF eni0np1: num-vfs is 8 but the PF has 4 VFs, and the state "
-			      "holds 2 claim(s) of its VFs (running VMs): setting sriov_numvfs "
-			      "would destroy their VFs, so it stays 4 until the daemon starts "
-			      "with no "
-			      "claim on this PF");
+			      "PF eni0np1: num-vfs is 8 but the PF has 4 VFs, and 2 of them may "
+			      "be in use by running VMs (claims in the state file, or vhost-vdpa "
+			      "devices held open): setting sriov_numvfs would destroy their VFs, "
+			      "so it stays 4 until the daemon starts with none in use on this "
+			      "PF");
 	g_assert_true(vpd_provision_num_vfs(&pf, dir, 2, &have, &err));
 	g_test_assert_expected_messages();
 	g_assert_cmpuint(have, ==, 4);
