@@ -14,10 +14,9 @@
  * hold each VF's port and flows as the claims say (when ovs-bridge is
  * configured; VDUSE PFs get their vDPA devices only then, once OVS-DPDK
  * has made them), quarantine each unclaimed VF whose device someone holds
- * open,
- * then serve the API socket until SIGTERM or SIGINT.  Stopping does not
- * release claims: VFs in use keep their data plane, and a restarted daemon
- * gives each claim back to its process.
+ * open, then serve the API socket until SIGTERM or SIGINT.  Stopping does
+ * not release claims: VFs in use keep their data plane, and a restarted
+ * daemon gives each claim back to its process.
  *
  * --fake-vhost-dir DIR skips provisioning and serves DIR/POOL-VF files as
  * the pooled VFs' backends: for tests of the API without a kernel.  A
