@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """libFuzzer on the daemon's parsers of untrusted input (the API codec, the
-JSON of OVSDB's replies, the configuration file), built with clang, ASan and
-UBSan by scripts/fuzz-daemon: each runs for a while and must find nothing.
+JSON of OVSDB's replies, the configuration file, the state file and
+/proc/PID/stat), built with clang, ASan and UBSan by scripts/fuzz-daemon:
+each runs for a while and must find nothing.
 A crash leaves its reproducer in $VSRIOV_ARTIFACTS/fuzz-TARGET/."""
 import os
 import re
@@ -17,7 +18,7 @@ def test_fuzz_daemon_parsers():
     p = subprocess.run([script, str(SECONDS)], capture_output=True, text=True,
                        timeout=SECONDS * 3 + 300)
     assert p.returncode == 0, p.stdout + p.stderr
-    for target in ("protocol", "json", "config"):
+    for target in ("protocol", "json", "config", "state"):
         m = re.search(rf"^fuzz-{target}: (\d+) inputs in \d+s, cov: \d+, no crash$", p.stdout,
                       re.M)
         assert m and int(m.group(1)) > 1000, p.stdout + p.stderr

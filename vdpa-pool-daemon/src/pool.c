@@ -117,8 +117,8 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
 }
 
 bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
-		     uid_t uid, gid_t gid, pid_t pid, const char *owner, unsigned n,
-		     GPtrArray *out, GError **error)
+		     uid_t uid, gid_t gid, pid_t pid, guint64 start_time, const char *owner,
+		     unsigned n, GPtrArray *out, GError **error)
 {
 	const struct vpd_pool *cfg_pool = NULL;
 	unsigned avail;
@@ -155,6 +155,7 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 		e->client = client;
 		e->uid = uid;
 		e->pid = pid;
+		e->start_time = start_time;
 		e->owner = g_strdup(owner);
 		g_ptr_array_add(out, e);
 		n--;
@@ -168,6 +169,7 @@ static void entry_reset(struct vpd_entry *e)
 	e->client = 0;
 	e->uid = 0;
 	e->pid = 0;
+	e->start_time = 0;
 	g_clear_pointer(&e->owner, g_free);
 	vpd_entry_default_attrs(e, &e->attrs);
 }

@@ -45,14 +45,17 @@ struct vpd_entry {
 	uint8_t default_mac[6];       /* the daemon's MAC of it, no other entry's */
 	bool claimed;
 	/*
-	 * Free, but its vhost-vdpa device could not be opened (another
-	 * process still holds it, or it is gone): no claim takes it until
-	 * the server finds it usable again.
+	 * Not offered to claims: its vhost-vdpa device could not be opened
+	 * (held open by a process the daemon does not know of, e.g. a former
+	 * claimant that kept its fd; found at start, see daemon.c, or at a
+	 * claim, see server.c), or does not exist (provisioning could not
+	 * make it).  The server tries it again every 2 s.
 	 */
 	bool quarantined;
 	uint64_t client;              /* claimant's connection id */
 	uid_t uid;
 	pid_t pid;
+	guint64 start_time;           /* the claimant's (proc.h), 0: unknown */
 	char *owner;                  /* what the claimant calls itself (VM name) */
 	struct vpd_vf_attrs attrs;
 	char *vdpa_dev;               /* its vDPA device, set by provisioning */
@@ -68,12 +71,13 @@ struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg);
 void vpd_pools_free(struct vpd_pools *pools);
 
 /*
- * Claim n free VFs of pool for a client, all or none.  The claimed entries
- * are appended to out (not owned).
+ * Claim n free VFs of pool (neither claimed nor quarantined) for a client,
+ * all or none; the claimant is process pid started at start_time (proc.h,
+ * 0: unknown).  The claimed entries are appended to out (not owned).
  */
 bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
-		     uid_t uid, gid_t gid, pid_t pid, const char *owner, unsigned n,
-		     GPtrArray *out, GError **error);
+		     uid_t uid, gid_t gid, pid_t pid, guint64 start_time, const char *owner,
+		     unsigned n, GPtrArray *out, GError **error);
 
 /* Release one entry held by client; its attributes go back to defaults. */
 bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
@@ -92,6 +96,7 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *attrs,
 			 GError **error);
 
+/* VFs of pool that a claim may take: neither claimed nor quarantined. */
 unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
 
 /*

@@ -6,6 +6,7 @@
 #include "provision.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <linux/devlink.h>
 #include <linux/vdpa.h>
@@ -219,21 +220,87 @@ static bool ensure_switchdev(struct vpd_provision *p, const struct vpd_pf *pf,
 
 /* ---- sriov_numvfs ------------------------------------------------------- */
 
-static bool ensure_num_vfs(const struct vpd_pf *pf, const char *devdir, GError **error)
+enum vpd_num_vfs_step vpd_num_vfs_step(unsigned now, unsigned want, unsigned in_use)
+{
+	if (now == want)
+		return VPD_NUM_VFS_KEEP;
+	return in_use ? VPD_NUM_VFS_HOLD : VPD_NUM_VFS_SET;
+}
+
+/*
+ * How many of the PF's first n VFs have a vDPA device of the daemon whose
+ * vhost-vdpa device someone holds open (vhost-vdpa allows one opener and
+ * answers others EBUSY): VMs that the state file does not know of, when
+ * it was lost or damaged.  Opening a free device resets it, which does
+ * not matter to a VF that is about to be destroyed.
+ */
+static unsigned vfs_held_open(const struct vpd_pf *pf, unsigned n)
+{
+	unsigned held = 0;
+
+	for (unsigned vf = 0; vf < n; vf++) {
+		g_autofree char *name = vpd_vdpa_dev_name(pf, vf);
+		g_autofree char *dir = g_strdup_printf("/sys/bus/vdpa/devices/%s", name);
+		g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+		const char *f;
+
+		while (d && (f = g_dir_read_name(d))) {
+			g_autofree char *dev = NULL;
+			int fd;
+
+			if (!g_str_has_prefix(f, "vhost-vdpa-"))
+				continue;
+			dev = g_strdup_printf("/dev/%s", f);
+			fd = open(dev, O_RDWR | O_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			else if (errno == EBUSY)
+				held++;
+		}
+	}
+	return held;
+}
+
+bool vpd_provision_num_vfs(const struct vpd_pf *pf, const char *devdir, unsigned in_use,
+			   unsigned *have, GError **error)
 {
 	g_autofree char *path = g_strdup_printf("%s/sriov_numvfs", devdir);
 	g_autofree char *now = read_line(path);
 	g_autofree char *want = g_strdup_printf("%u", pf->num_vfs);
+	enum vpd_num_vfs_step step;
+	guint64 n;
 
 	if (!now)
 		return fail(error, "PF %s: %s missing: not an SR-IOV PF", pf->name, path);
-	if (!strcmp(now, want))
+	if (!g_ascii_string_to_unsigned(now, 10, 0, G_MAXUINT16, &n, NULL))
+		return fail(error, "PF %s: %s holds '%s', not a number of VFs", pf->name, path,
+			    now);
+	*have = n;
+	step = vpd_num_vfs_step(n, pf->num_vfs, in_use);
+	/* The kernel has the last word: a device held open is a VF in use. */
+	if (step == VPD_NUM_VFS_SET) {
+		in_use = vfs_held_open(pf, n);
+		step = vpd_num_vfs_step(n, pf->num_vfs, in_use);
+	}
+	switch (step) {
+	case VPD_NUM_VFS_KEEP:
 		return true;
+	case VPD_NUM_VFS_HOLD:
+		g_warning("PF %s: num-vfs is %u but the PF has %s VFs, and %u of them may be in "
+			  "use by running VMs (claims in the state file, or vhost-vdpa devices "
+			  "held open): setting sriov_numvfs would destroy their VFs, so it stays "
+			  "%s until the daemon starts with none in use on this PF", pf->name,
+			  pf->num_vfs, now, in_use, now);
+		return true;
+	case VPD_NUM_VFS_SET:
+		break;
+	}
 	/* The kernel changes the number of VFs only from and to zero. */
-	if (strcmp(now, "0") && !write_str(path, "0", error))
+	if (n && !write_str(path, "0", error))
 		return false;
 	if (!write_str(path, want, error))
 		return false;
+	*have = pf->num_vfs;
 	g_message("PF %s: %u VFs", pf->name, pf->num_vfs);
 	return true;
 }
@@ -333,12 +400,13 @@ static bool ensure_vdpa_dev(struct vpd_provision *p, const struct vpd_pf *pf,
 	return use_vdpa_dev(e, g_steal_pointer(&name), error);
 }
 
-bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error)
+bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GHashTable *in_use,
+		       GError **error)
 {
 	for (unsigned i = 0; i < p->cfg->pfs->len; i++) {
 		const struct vpd_pf *pf = p->cfg->pfs->pdata[i];
 		g_autofree char *devdir = NULL;
-		unsigned n = 0;
+		unsigned n = 0, have, held;
 
 		if (pf->vduse)
 			continue;   /* vpd_provision_vduse(), once OVS has the ports */
@@ -347,13 +415,21 @@ bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError 
 			return false;
 		if (pf->switchdev && !ensure_switchdev(p, pf, devdir, error))
 			return false;
-		if (!ensure_num_vfs(pf, devdir, error))
+		held = in_use ? GPOINTER_TO_UINT(g_hash_table_lookup(in_use, pf->name)) : 0;
+		if (!vpd_provision_num_vfs(pf, devdir, held, &have, error))
 			return false;
 		for (unsigned j = 0; j < pools->entries->len; j++) {
 			struct vpd_entry *e = pools->entries->pdata[j];
 
 			if (e->pool->pf != pf)
 				continue;
+			if (e->vf >= have) {
+				/* num-vfs held back: no such VF yet. */
+				e->quarantined = true;
+				g_warning("VF %u of pool '%s' does not exist (PF %s has %u VFs): "
+					  "quarantined", e->vf, e->pool->name, pf->name, have);
+				continue;
+			}
 			if (!ensure_vdpa_dev(p, pf, devdir, e, error))
 				return false;
 			n++;

@@ -19,8 +19,37 @@
 struct vpd_provision;
 
 struct vpd_provision *vpd_provision_new(const struct vpd_config *cfg, GError **error);
-bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GError **error);
+
+/*
+ * in_use: PF name -> how many of its VFs the state's claims may hold
+ * (GUINT_TO_POINTER; NULL: none), as vpd_state_open() reports.  A PF with
+ * VFs in use keeps its number of VFs (see vpd_provision_num_vfs); a
+ * pooled VF that therefore does not exist is quarantined.
+ */
+bool vpd_provision_run(struct vpd_provision *p, struct vpd_pools *pools, GHashTable *in_use,
+		       GError **error);
 void vpd_provision_free(struct vpd_provision *p);
+
+/*
+ * The number of VFs of a PF: keep it when it is what the configuration
+ * wants; change it (through 0, destroying every VF) when no VF is in use;
+ * hold it, with a warning, when it differs but in_use VFs may be in use
+ * by running VMs: an operator changes num-vfs with the VMs stopped, not
+ * by having their VFs pulled away.
+ */
+enum vpd_num_vfs_step { VPD_NUM_VFS_KEEP, VPD_NUM_VFS_SET, VPD_NUM_VFS_HOLD };
+enum vpd_num_vfs_step vpd_num_vfs_step(unsigned now, unsigned want, unsigned in_use);
+
+/*
+ * That step on the PF's sysfs device folder devdir (its sriov_numvfs):
+ * before the VFs are destroyed, the vhost-vdpa devices of the daemon's
+ * vDPA devices on them are opened, and one held open by someone (EBUSY:
+ * a VM the state does not know of) counts as in use too.  *have is how
+ * many VFs the PF has after it.  Also unit-tested on a folder that stands
+ * in for sysfs.
+ */
+bool vpd_provision_num_vfs(const struct vpd_pf *pf, const char *devdir, unsigned in_use,
+			   unsigned *have, GError **error);
 
 /*
  * VDUSE PFs (vdpa-mgmtdev = vduse), once OVS holds their ports (OVS-DPDK

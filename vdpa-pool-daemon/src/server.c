@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "server.h"
+#include "proc.h"
 #include "protocol.h"
 #include "state.h"
 
@@ -12,7 +13,9 @@
 #include <stddef.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -364,7 +367,7 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 	 */
 retry:
 	if (!vpd_pools_claim(s->pools, pool, c->id, c->cred.uid, c->cred.gid, c->cred.pid,
-			     owner ? owner : "", n, got, &err)) {
+			     vpd_proc_start_time(c->cred.pid), owner ? owner : "", n, got, &err)) {
 		g_message("claim of %u VF(s) from pool '%s' by pid %d uid %u refused: %s", n,
 			  pool, c->cred.pid, c->cred.uid, err->message);
 		return send_error(c, m->seq, pool_errno(err), err->message);
@@ -688,11 +691,16 @@ static void probe_thread(GTask *task, gpointer source, gpointer data, GCancellab
 
 	for (unsigned i = 0; i < p->paths->len; i++) {
 		int fd = open(p->paths->pdata[i], O_RDWR | O_CLOEXEC);
+		/*
+		 * A lock someone holds on it means in use too: what the tests'
+		 * fake devices do (daemon.c's check at start does the same).
+		 */
+		bool usable = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
 
-		if (fd >= 0) {
+		if (fd >= 0)
 			close(fd);
+		if (usable)
 			g_array_append_val(p->usable, g_array_index(p->handles, unsigned, i));
-		}
 	}
 	g_task_return_boolean(task, true);
 }
@@ -785,15 +793,24 @@ static gboolean server_tick(gpointer data)
 	return G_SOURCE_CONTINUE;
 }
 
-/* A reconnecting process gets back what it held before a restart. */
+/*
+ * A reconnecting process gets back what it held before a restart: the
+ * same pid, uid and start time (another process that got the pid of a
+ * claimant does not).
+ */
 static void adopt_orphans(struct vpd_server *s, struct client *c)
 {
+	guint64 start_time = 0;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < s->pools->entries->len; i++) {
 		struct vpd_entry *e = s->pools->entries->pdata[i];
 
-		if (e->claimed && !e->client && e->pid == c->cred.pid && e->uid == c->cred.uid) {
+		if (!e->claimed || e->client || e->pid != c->cred.pid || e->uid != c->cred.uid)
+			continue;
+		if (!start_time)
+			start_time = vpd_proc_start_time(c->cred.pid);
+		if (start_time && e->start_time == start_time) {
 			e->client = c->id;
 			n++;
 		}
@@ -962,21 +979,52 @@ static void orphan_free(gpointer data)
 	g_free(o);
 }
 
+/*
+ * A pidfd of the claimant of e, or -1 when it is gone: the process now of
+ * that pid must have the claimant's start time, read while the pidfd's
+ * process still runs (its pid was not yet free to be given again).
+ */
+static int orphan_pidfd(const struct vpd_entry *e, guint64 *start_time)
+{
+	struct pollfd p = { .events = POLLIN };
+
+	*start_time = 0;
+	p.fd = e->pid > 0 ? syscall(SYS_pidfd_open, e->pid, 0) : -1;
+	if (p.fd < 0)
+		return -1;
+	*start_time = vpd_proc_start_time(e->pid);
+	/* POLLIN: the pidfd's process has exited. */
+	if (*start_time != e->start_time || poll(&p, 1, 0) != 0) {
+		close(p.fd);
+		return -1;
+	}
+	return p.fd;
+}
+
 void vpd_server_watch_orphans(struct vpd_server *s)
 {
 	for (unsigned i = 0; i < s->pools->entries->len; i++) {
 		struct vpd_entry *e = s->pools->entries->pdata[i];
 		struct orphan *o;
+		guint64 start_time;
 		int pidfd;
 
 		if (!e->claimed || e->client ||
 		    g_hash_table_contains(s->orphan_watches, GINT_TO_POINTER(e->pid)))
 			continue;
-		pidfd = e->pid > 0 ? syscall(SYS_pidfd_open, e->pid, 0) : -1;
+		pidfd = orphan_pidfd(e, &start_time);
 		if (pidfd < 0) {
-			unsigned n = release_client(s, 0, e->pid);
+			guint64 claimant = e->start_time;
+			pid_t pid = e->pid;
+			unsigned n = release_client(s, 0, pid);
 
-			g_message("pid %d is gone: %u VF(s) it held released", e->pid, n);
+			if (start_time && start_time != claimant)
+				g_warning("pid %d is another process now (started at %"
+					  G_GUINT64_FORMAT ", the claimant at %" G_GUINT64_FORMAT
+					  "): %u VF(s) it held released", pid, start_time,
+					  claimant, n);
+			else
+				g_message("pid %d is gone: %u VF(s) it held released", pid, n);
 			continue;
 		}
 		o = g_new0(struct orphan, 1);

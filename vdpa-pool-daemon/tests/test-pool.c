@@ -46,7 +46,7 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	(void)data;
 	g_assert_cmpuint(f->pools->entries->len, ==, 10);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 4);
-	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, "vm1", 3, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "a", 1, 1000, 1000, 42, 0, "vm1", 3, got, &err));
 	g_assert_no_error(err);
 	g_assert_cmpuint(got->len, ==, 3);
 	e = got->pdata[0];
@@ -57,7 +57,7 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 1);
 
 	/* All or nothing: 2 asked, 1 free. */
-	g_assert_false(vpd_pools_claim(f->pools, "a", 2, 0, 0, 43, "vm2", 2, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 2, 0, 0, 43, 0, "vm2", 2, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
 	g_assert_cmpstr(err->message, ==, "pool 'a' has 1 free VF(s), 2 asked");
 	g_clear_error(&err);
@@ -85,17 +85,17 @@ static void test_claim_refusals(struct fixture *f, gconstpointer data)
 	g_autoptr(GError) err = NULL;
 
 	(void)data;
-	g_assert_false(vpd_pools_claim(f->pools, "zz", 1, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "zz", 1, 0, 0, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NO_POOL);
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 2000, 2000, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 2000, 2000, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
 	g_assert_cmpstr(err->message, ==, "uid 2000 gid 2000 may not claim from pool 'a'");
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "b", 1, 1000, 1000, 1, "vm", 1, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "b", 1, 1000, 1000, 1, 0, "vm", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_DENIED);
 	g_clear_error(&err);
-	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 0, 0, 1, "vm", 0, got, &err));
+	g_assert_false(vpd_pools_claim(f->pools, "a", 1, 0, 0, 1, 0, "vm", 0, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
 	g_assert_cmpuint(got->len, ==, 0);
 }
@@ -193,7 +193,7 @@ static void test_attrs(struct fixture *f, gconstpointer data)
 	struct vpd_entry *e;
 	bool ok;
 
-	g_assert_true(vpd_pools_claim(f->pools, c->pool, 7, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, c->pool, 7, 0, 0, 1, 0, "vm", 1, got, &err));
 	e = got->pdata[0];
 	/* a pool with a VLAN range starts its VFs untagged; untagged is valid
 	 * only where the range includes 0, so start from a valid VLAN there */
@@ -252,7 +252,7 @@ static void test_pool_rate_caps_vfs(struct fixture *f, gconstpointer data)
 	struct vpd_entry *e, *unlimited;
 
 	(void)data;
-	g_assert_true(vpd_pools_claim(f->pools, "a", 7, 0, 0, 1, "vm", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "a", 7, 0, 0, 1, 0, "vm", 1, got, &err));
 	e = got->pdata[0];
 	g_assert_cmpuint(e->attrs.max_tx_rate, ==, 0);
 	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
@@ -273,7 +273,7 @@ static void test_pool_rate_caps_vfs(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(vpd_entry_max_tx_rate(e), ==, 1000);
 	/* A pool without max-tx-rate: what the client set, 0 unlimited. */
 	g_ptr_array_set_size(got, 0);
-	g_assert_true(vpd_pools_claim(f->pools, "b", 7, 0, 0, 1, "vm", 1, got, NULL));
+	g_assert_true(vpd_pools_claim(f->pools, "b", 7, 0, 0, 1, 0, "vm", 1, got, NULL));
 	unlimited = got->pdata[0];
 	g_assert_cmpuint(vpd_entry_max_tx_rate(unlimited), ==, 0);
 }
@@ -292,8 +292,8 @@ static void test_mac_in_use(struct fixture *f, gconstpointer data)
 	struct vpd_vf_attrs a;
 
 	(void)data;
-	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, "vm7", 1, got, &err));
-	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 1, "vm8", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "vm7", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 1, 0, "vm8", 1, got, &err));
 	e8 = got->pdata[0];
 	e9 = got->pdata[1];
 	a = e8->attrs;

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Unit tests of provisioning's netlink message builders: each request is
- * parsed back with libnl's own attribute parser and checked field by field
- * (provisioning itself runs against the real kernel in
+ * parsed back with libnl's own attribute parser and checked field by field;
+ * and of the number of VFs a PF gets, on a folder that stands in for the
+ * PF's sysfs folder (provisioning itself runs against the real kernel in
  * tests/nested/test_l1_daemon.py).
  */
 #include "provision.h"
 
+#include <glib/gstdio.h>
 #include <linux/devlink.h>
 #include <linux/vdpa.h>
 #include <netlink/genl/genl.h>
@@ -103,6 +105,68 @@ static void test_dev_name(void)
 	g_assert_cmpstr(b, ==, "vpd-ens1f0np0-0");
 }
 
+static void test_num_vfs_step(void)
+{
+	g_assert_cmpint(vpd_num_vfs_step(4, 4, 0), ==, VPD_NUM_VFS_KEEP);
+	g_assert_cmpint(vpd_num_vfs_step(4, 4, 3), ==, VPD_NUM_VFS_KEEP);
+	g_assert_cmpint(vpd_num_vfs_step(0, 8, 0), ==, VPD_NUM_VFS_SET);
+	g_assert_cmpint(vpd_num_vfs_step(4, 8, 0), ==, VPD_NUM_VFS_SET);
+	g_assert_cmpint(vpd_num_vfs_step(8, 4, 0), ==, VPD_NUM_VFS_SET);
+	/* Claims on the PF: its VFs stay, more or fewer. */
+	g_assert_cmpint(vpd_num_vfs_step(4, 8, 1), ==, VPD_NUM_VFS_HOLD);
+	g_assert_cmpint(vpd_num_vfs_step(8, 4, 2), ==, VPD_NUM_VFS_HOLD);
+}
+
+static void test_num_vfs_sysfs(void)
+{
+	g_autoptr(GError) err = NULL;
+	g_autofree char *dir = g_dir_make_tmp("vpd-sysfs-XXXXXX", &err);
+	g_autofree char *path = g_build_filename(dir, "sriov_numvfs", NULL);
+	struct vpd_pf pf = { .name = (char *)"eni0np1", .num_vfs = 8 };
+	g_autofree char *text = NULL;
+	unsigned have = 0;
+
+	g_assert_no_error(err);
+	/* Not an SR-IOV PF. */
+	g_assert_false(vpd_provision_num_vfs(&pf, dir, 0, &have, &err));
+	g_assert_true(g_str_has_prefix(err->message, "PF eni0np1: "));
+	g_assert_true(g_str_has_suffix(err->message, "/sriov_numvfs missing: not an SR-IOV PF"));
+	g_clear_error(&err);
+
+	/* Claims held on the PF: a warning, and the 4 VFs stay. */
+	g_assert_true(g_file_set_contents(path, "4\n", -1, NULL));
+	g_test_expect_message(NULL, G_LOG_LEVEL_WARNING,
+			      "PF eni0np1: num-vfs is 8 but the PF has 4 VFs, and 2 of them may "
+			      "be in use by running VMs (claims in the state file, or vhost-vdpa "
+			      "devices held open): setting sriov_numvfs would destroy their VFs, "
+			      "so it stays 4 until the daemon starts with none in use on this "
+			      "PF");
+	g_assert_true(vpd_provision_num_vfs(&pf, dir, 2, &have, &err));
+	g_test_assert_expected_messages();
+	g_assert_cmpuint(have, ==, 4);
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	g_assert_cmpstr(text, ==, "4\n");
+	g_clear_pointer(&text, g_free);
+
+	/* No claims: set (through 0, which this file does not show). */
+	g_assert_true(vpd_provision_num_vfs(&pf, dir, 0, &have, &err));
+	g_assert_no_error(err);
+	g_assert_cmpuint(have, ==, 8);
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	g_assert_cmpstr(text, ==, "8");
+	g_clear_pointer(&text, g_free);
+
+	/* Already right: kept, claims or not. */
+	g_assert_true(vpd_provision_num_vfs(&pf, dir, 5, &have, &err));
+	g_assert_cmpuint(have, ==, 8);
+
+	g_assert_true(g_file_set_contents(path, "lots\n", -1, NULL));
+	g_assert_false(vpd_provision_num_vfs(&pf, dir, 0, &have, &err));
+	g_assert_true(g_str_has_suffix(err->message, "holds 'lots', not a number of VFs"));
+	g_assert_cmpint(g_unlink(path), ==, 0);
+	g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -110,5 +174,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/provision/eswitch-set", test_eswitch_set);
 	g_test_add_func("/provision/vdpa-dev-new", test_vdpa_dev_new);
 	g_test_add_func("/provision/dev-name", test_dev_name);
+	g_test_add_func("/provision/num-vfs-step", test_num_vfs_step);
+	g_test_add_func("/provision/num-vfs-sysfs", test_num_vfs_sysfs);
 	return g_test_run();
 }
