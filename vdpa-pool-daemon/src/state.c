@@ -431,6 +431,31 @@ static bool parse_snapshot(struct load *ld, const char *text, gsize len, guint64
 }
 
 /*
+ * A journal record's attributes, from its MAC field on (both formats):
+ *   MAC VLAN QOS PROTO SPOOFCHK TRUST LINK MIN MAX
+ */
+static bool parse_record_attrs(char **f, struct vpd_vf_attrs *a)
+{
+	guint64 vlan, qos, proto, spoof, trust, link, min, max;
+
+	if (!parse_mac(f[0], a->mac) || !parse_num(f[1], G_MAXUINT16, &vlan) ||
+	    !parse_num(f[2], G_MAXUINT8, &qos) || !parse_num(f[3], G_MAXUINT16, &proto) ||
+	    !parse_num(f[4], 1, &spoof) || !parse_num(f[5], 1, &trust) ||
+	    !parse_num(f[6], VPD_LINK_DISABLE, &link) ||
+	    !parse_num(f[7], G_MAXUINT32, &min) || !parse_num(f[8], G_MAXUINT32, &max))
+		return false;
+	a->vlan = vlan;
+	a->qos = qos;
+	a->vlan_proto = proto;
+	a->spoofchk = spoof;
+	a->trust = trust;
+	a->link_state = link;
+	a->min_tx_rate = min;
+	a->max_tx_rate = max;
+	return true;
+}
+
+/*
  * A journal record of format 2 (between the generation and the checksum):
  *   GEN claim POOL VF PF UID PID START MAC VLAN QOS PROTO SPOOFCHK TRUST LINK MIN MAX OWNER
  *   GEN free POOL VF
@@ -439,7 +464,7 @@ static bool parse_snapshot(struct load *ld, const char *text, gsize len, guint64
 static bool replay_record_v2(struct load *ld, char **f, guint64 gen, const char *where)
 {
 	g_autofree char *owner = NULL;
-	guint64 g, vf, uid, pid, start, vlan, qos, proto, spoof, trust, link, min, max;
+	guint64 g, vf, uid, pid, start;
 	struct record r = {};
 	unsigned n = g_strv_length(f);
 
@@ -453,11 +478,7 @@ static bool replay_record_v2(struct load *ld, char **f, guint64 gen, const char 
 	}
 	if (strcmp(f[1], "claim") || n != 18 || !*f[4] ||
 	    !parse_num(f[5], G_MAXUINT32, &uid) || !parse_num(f[6], G_MAXINT32, &pid) ||
-	    !parse_num(f[7], G_MAXUINT64, &start) || !parse_mac(f[8], r.a.mac) ||
-	    !parse_num(f[9], G_MAXUINT16, &vlan) || !parse_num(f[10], G_MAXUINT8, &qos) ||
-	    !parse_num(f[11], G_MAXUINT16, &proto) || !parse_num(f[12], 1, &spoof) ||
-	    !parse_num(f[13], 1, &trust) || !parse_num(f[14], VPD_LINK_DISABLE, &link) ||
-	    !parse_num(f[15], G_MAXUINT32, &min) || !parse_num(f[16], G_MAXUINT32, &max))
+	    !parse_num(f[7], G_MAXUINT64, &start) || !parse_record_attrs(f + 8, &r.a))
 		return false;
 	owner = g_strcompress(f[17]);
 	if (!g_utf8_validate(owner, -1, NULL))
@@ -469,14 +490,6 @@ static bool replay_record_v2(struct load *ld, char **f, guint64 gen, const char 
 	r.uid = uid;
 	r.pid = pid;
 	r.start_time = start;
-	r.a.vlan = vlan;
-	r.a.qos = qos;
-	r.a.vlan_proto = proto;
-	r.a.spoofchk = spoof;
-	r.a.trust = trust;
-	r.a.link_state = link;
-	r.a.min_tx_rate = min;
-	r.a.max_tx_rate = max;
 	apply_claim(ld, &r, where);
 	return true;
 }
@@ -491,7 +504,7 @@ static bool replay_record_v1(struct load *ld, const char *line, guint64 gen, con
 {
 	g_auto(GStrv) f = g_strsplit(line, " ", 16);
 	g_autofree char *owner = NULL;
-	guint64 g, vf, uid, pid, vlan, qos, proto, spoof, trust, link, min, max;
+	guint64 g, vf, uid, pid;
 	struct record r = {};
 	unsigned n = g_strv_length(f);
 
@@ -504,11 +517,7 @@ static bool replay_record_v1(struct load *ld, const char *line, guint64 gen, con
 		return true;
 	}
 	if (strcmp(f[1], "claim") || n != 16 || !parse_num(f[4], G_MAXUINT32, &uid) ||
-	    !parse_num(f[5], G_MAXINT32, &pid) || !parse_mac(f[6], r.a.mac) ||
-	    !parse_num(f[7], G_MAXUINT16, &vlan) || !parse_num(f[8], G_MAXUINT8, &qos) ||
-	    !parse_num(f[9], G_MAXUINT16, &proto) || !parse_num(f[10], 1, &spoof) ||
-	    !parse_num(f[11], 1, &trust) || !parse_num(f[12], VPD_LINK_DISABLE, &link) ||
-	    !parse_num(f[13], G_MAXUINT32, &min) || !parse_num(f[14], G_MAXUINT32, &max))
+	    !parse_num(f[5], G_MAXINT32, &pid) || !parse_record_attrs(f + 6, &r.a))
 		return false;
 	owner = g_strcompress(f[15]);
 	if (!g_utf8_validate(owner, -1, NULL))
@@ -518,14 +527,6 @@ static bool replay_record_v1(struct load *ld, const char *line, guint64 gen, con
 	r.owner = owner;
 	r.uid = uid;
 	r.pid = pid;
-	r.a.vlan = vlan;
-	r.a.qos = qos;
-	r.a.vlan_proto = proto;
-	r.a.spoofchk = spoof;
-	r.a.trust = trust;
-	r.a.link_state = link;
-	r.a.min_tx_rate = min;
-	r.a.max_tx_rate = max;
 	apply_claim(ld, &r, where);
 	return true;
 }
