@@ -12,68 +12,18 @@
  * from its MAC only when spoof checking is on.  Each VF change is one OVSDB
  * transaction and one atomic OpenFlow bundle, answered only when OVS has
  * committed both.
+ *
+ * The parts: policy.h says what OVS holds for each VF, openflow.h encodes
+ * the OpenFlow messages, ofconn.h and ovsdb.h talk to OVS, reps.h finds
+ * the representors; ovs.c puts them together.
  */
 #ifndef VPD_OVS_H
 #define VPD_OVS_H
 
 #include "config.h"
+#include "openflow.h"   /* the OpenFlow messages and the flow model */
+#include "policy.h"     /* each VF's port number, flows and rows */
 #include "pool.h"
-
-#include <stdint.h>
-
-/* Cookies: "VP" | kind | PF index | VF index. */
-#define VPD_COOKIE_MAGIC 0x5650000000000000ull
-#define VPD_COOKIE_MAGIC_MASK 0xffff000000000000ull
-#define VPD_COOKIE_KIND_MASK 0x0000ff0000000000ull
-enum vpd_flow_kind {
-	VPD_FLOW_DENY = 1,    /* in_port=VF: drop (always there) */
-	VPD_FLOW_ALLOW = 2,   /* in_port=VF[,dl_src=MAC]: NORMAL (claimed) */
-	VPD_FLOW_OTHERS = 3,  /* the bridge's other ports: NORMAL */
-};
-#define VPD_FREE_VLAN 4095     /* the VLAN of free VFs */
-#define VPD_OFPORT_PER_PF 1000 /* VF v of the p-th [pf] is port p * 1000 + v + 1 */
-
-struct vpd_flow {
-	uint64_t cookie;
-	uint16_t priority;
-	uint32_t in_port;     /* 0: any */
-	bool match_src;
-	uint8_t src[6];
-	bool normal;          /* actions=NORMAL; else drop */
-};
-
-uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf);
-uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf);
-/* The flows of one VF in its current state (1 or 2); returns how many. */
-unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_flow out[2]);
-/*
- * The ingress policing rate of VF e's port, kbit/s (0: none): what its
- * transmit is held to (vpd_entry_max_tx_rate) while claimed; none while
- * free (it passes nothing then).
- */
-uint64_t vpd_vf_policing_rate(const struct vpd_entry *e);
-/* A flow as ovs-ofctl prints it (without counters). */
-char *vpd_flow_to_string(const struct vpd_flow *f);
-
-/* OpenFlow 1.4 messages (big endian), appended to out; also unit-tested. */
-#define VPD_OFP_VERSION 0x05
-enum {
-	VPD_OFPT_HELLO = 0, VPD_OFPT_ERROR = 1, VPD_OFPT_ECHO_REQUEST = 2,
-	VPD_OFPT_ECHO_REPLY = 3, VPD_OFPT_FLOW_MOD = 14, VPD_OFPT_MULTIPART_REQUEST = 18,
-	VPD_OFPT_MULTIPART_REPLY = 19, VPD_OFPT_BARRIER_REQUEST = 20,
-	VPD_OFPT_BARRIER_REPLY = 21, VPD_OFPT_BUNDLE_CONTROL = 33,
-	VPD_OFPT_BUNDLE_ADD_MESSAGE = 34,
-};
-enum { VPD_OFPFC_ADD = 0, VPD_OFPFC_DELETE = 3 };
-void vpd_of_header(GByteArray *out, uint8_t type, uint16_t len, uint32_t xid);
-/* ADD f, or DELETE (non-strict) every flow whose cookie matches f->cookie
- * under cookie_mask. */
-void vpd_of_flow_mod(GByteArray *out, uint32_t xid, uint8_t command, const struct vpd_flow *f,
-		     uint64_t cookie_mask);
-void vpd_of_bundle_ctrl(GByteArray *out, uint32_t xid, uint32_t bundle, uint16_t type);
-/* Wrap the message msg (whole, with its header) into bundle; the copy
- * gets xid. */
-void vpd_of_bundle_add(GByteArray *out, uint32_t xid, uint32_t bundle, const GByteArray *msg);
 
 struct vpd_ovs;
 

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * openflow: OpenFlow 1.4 messages encoded and decoded (see openflow.h).
+ */
+#include "openflow.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define OFPP_NORMAL 0xfffffffau
+#define OFPP_ANY 0xffffffffu
+#define OFPG_ANY 0xffffffffu
+#define OFP_NO_BUFFER 0xffffffffu
+#define OFPBF_ATOMIC 1
+#define OFPMP_FLOW 1
+
+char *vpd_flow_to_string(const struct vpd_flow *f)
+{
+	GString *s = g_string_new(NULL);
+
+	g_string_append_printf(s, "cookie=0x%" G_GINT64_MODIFIER "x, priority=%u", f->cookie,
+			       f->priority);
+	if (f->in_port)
+		g_string_append_printf(s, ",in_port=%u", f->in_port);
+	if (f->match_src)
+		g_string_append_printf(s, ",dl_src=%02x:%02x:%02x:%02x:%02x:%02x", f->src[0],
+				       f->src[1], f->src[2], f->src[3], f->src[4], f->src[5]);
+	g_string_append(s, f->normal ? " actions=NORMAL" : " actions=drop");
+	return g_string_free(s, FALSE);
+}
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static void put8(GByteArray *b, uint8_t v)
+{
+	g_byte_array_append(b, &v, 1);
+}
+
+static void put16(GByteArray *b, uint16_t v)
+{
+	uint16_t be = GUINT16_TO_BE(v);
+
+	g_byte_array_append(b, (uint8_t *)&be, 2);
+}
+
+static void put32(GByteArray *b, uint32_t v)
+{
+	uint32_t be = GUINT32_TO_BE(v);
+
+	g_byte_array_append(b, (uint8_t *)&be, 4);
+}
+
+static void put64(GByteArray *b, uint64_t v)
+{
+	uint64_t be = GUINT64_TO_BE(v);
+
+	g_byte_array_append(b, (uint8_t *)&be, 8);
+}
+
+static void pad(GByteArray *b, unsigned n)
+{
+	static const uint8_t zero[8];
+
+	g_byte_array_append(b, zero, n);
+}
+
+static void set16(GByteArray *b, guint at, uint16_t v)
+{
+	b->data[at] = v >> 8;
+	b->data[at + 1] = v;
+}
+
+void vpd_of_header(GByteArray *out, uint8_t type, uint16_t len, uint32_t xid)
+{
+	put8(out, VPD_OFP_VERSION);
+	put8(out, type);
+	put16(out, len);
+	put32(out, xid);
+}
+
+void vpd_of_hello(GByteArray *out, uint32_t xid)
+{
+	vpd_of_header(out, VPD_OFPT_HELLO, 8, xid);
+}
+
+void vpd_of_echo_reply(GByteArray *out, const uint8_t *req, guint len)
+{
+	guint start = out->len;
+
+	g_byte_array_append(out, req, len);
+	out->data[start + 1] = VPD_OFPT_ECHO_REPLY;
+}
+
+void vpd_of_barrier_request(GByteArray *out, uint32_t xid)
+{
+	vpd_of_header(out, VPD_OFPT_BARRIER_REQUEST, 8, xid);
+}
+
+/* An OXM match of f (in_port, eth_src), padded to 8 bytes. */
+static void put_match(GByteArray *b, const struct vpd_flow *f)
+{
+	guint start = b->len;
+
+	put16(b, 1);  /* OFPMT_OXM */
+	put16(b, 0);
+	if (f && f->in_port) {
+		put32(b, 0x80000000u | 0 << 9 | 4);   /* OXM_OF_IN_PORT */
+		put32(b, f->in_port);
+	}
+	if (f && f->match_src) {
+		put32(b, 0x80000000u | 4 << 9 | 6);   /* OXM_OF_ETH_SRC */
+		g_byte_array_append(b, f->src, 6);
+	}
+	set16(b, start + 2, b->len - start);
+	pad(b, (8 - (b->len - start) % 8) % 8);
+}
+
+void vpd_of_flow_mod(GByteArray *out, uint32_t xid, uint8_t command, const struct vpd_flow *f,
+		     uint64_t cookie_mask)
+{
+	guint start = out->len;
+	bool add = command == VPD_OFPFC_ADD;
+
+	vpd_of_header(out, VPD_OFPT_FLOW_MOD, 0, xid);
+	put64(out, f->cookie);
+	put64(out, add ? 0 : cookie_mask);
+	put8(out, 0);                 /* table 0 */
+	put8(out, command);
+	put16(out, 0);                /* idle timeout */
+	put16(out, 0);                /* hard timeout */
+	put16(out, add ? f->priority : 0);
+	put32(out, OFP_NO_BUFFER);
+	put32(out, OFPP_ANY);         /* out_port: DELETE matches any */
+	put32(out, OFPG_ANY);
+	put16(out, add ? 4 : 0);      /* OFPFF_RESET_COUNTS */
+	put16(out, 0);                /* importance */
+	put_match(out, add ? f : NULL);
+	if (add && f->normal) {
+		put16(out, 4);        /* OFPIT_APPLY_ACTIONS */
+		put16(out, 24);
+		pad(out, 4);
+		put16(out, 0);        /* OFPAT_OUTPUT */
+		put16(out, 16);
+		put32(out, OFPP_NORMAL);
+		put16(out, 0xffff);   /* max_len: no buffering */
+		pad(out, 6);
+	}
+	set16(out, start + 2, out->len - start);
+}
+
+void vpd_of_bundle_ctrl(GByteArray *out, uint32_t xid, uint32_t bundle, uint16_t type)
+{
+	vpd_of_header(out, VPD_OFPT_BUNDLE_CONTROL, 16, xid);
+	put32(out, bundle);
+	put16(out, type);
+	put16(out, OFPBF_ATOMIC);
+}
+
+void vpd_of_bundle_add(GByteArray *out, uint32_t xid, uint32_t bundle, const GByteArray *msg)
+{
+	guint start = out->len;
+
+	vpd_of_header(out, VPD_OFPT_BUNDLE_ADD_MESSAGE, 0, xid);
+	put32(out, bundle);
+	pad(out, 2);
+	put16(out, OFPBF_ATOMIC);
+	g_byte_array_append(out, msg->data, msg->len);
+	/* The inner message carries the xid of the message that wraps it. */
+	memcpy(out->data + start + 20, out->data + start + 4, 4);
+	set16(out, start + 2, out->len - start);
+}
+
+void vpd_of_flow_stats_request(GByteArray *out, uint32_t xid, uint64_t cookie,
+			       uint64_t cookie_mask)
+{
+	guint start = out->len;
+
+	vpd_of_header(out, VPD_OFPT_MULTIPART_REQUEST, 0, xid);
+	put16(out, OFPMP_FLOW);
+	put16(out, 0);
+	pad(out, 4);
+	put8(out, 0);             /* table 0 */
+	pad(out, 3);
+	put32(out, OFPP_ANY);
+	put32(out, OFPG_ANY);
+	pad(out, 4);
+	put64(out, cookie);
+	put64(out, cookie_mask);
+	put_match(out, NULL);
+	set16(out, start + 2, out->len - start);
+}
+
+/* ---- decoding ----------------------------------------------------------- */
+
+bool vpd_of_flow_stats_parse(const uint8_t *m, guint len, GHashTable *by_cookie)
+{
+	guint off = 16;   /* header + multipart header */
+
+	while (off + 48 <= len) {
+		const uint8_t *f = m + off;
+		uint16_t flen = vpd_of_get16(f);
+		uint64_t *cookie;
+
+		if (flen < 48 || off + flen > len)
+			return false;
+		cookie = g_new(uint64_t, 1);
+		*cookie = vpd_of_get64(f + 24);
+		g_hash_table_insert(by_cookie, cookie,
+				    g_strdup_printf("n_packets=%" PRIu64 ", n_bytes=%" PRIu64,
+						    vpd_of_get64(f + 32), vpd_of_get64(f + 40)));
+		off += flen;
+	}
+	return off == len;
+}
