@@ -70,6 +70,7 @@ HOST_PACKAGES=(
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 	qemu-system-x86
 	clang-14 libclang-rt-14-dev
+	openvswitch-common   # ovs-ofctl: OVS checks the daemon's OpenFlow encoder (unit tests)
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)

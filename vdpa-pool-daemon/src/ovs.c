@@ -390,9 +390,7 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
 	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC };
-	struct vpd_flow others = {
-		.cookie = vpd_flow_cookie(VPD_FLOW_OTHERS, 0, 0), .priority = 0, .normal = true,
-	};
+	struct vpd_flow others = vpd_others_flow();
 	gint64 deadline;
 
 	for (unsigned i = 0; i < o->cfg->pfs->len; i++)

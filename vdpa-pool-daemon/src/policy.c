@@ -47,6 +47,13 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_f
 	return n;
 }
 
+struct vpd_flow vpd_others_flow(void)
+{
+	return (struct vpd_flow) {
+		.cookie = vpd_flow_cookie(VPD_FLOW_OTHERS, 0, 0), .priority = 0, .normal = true,
+	};
+}
+
 uint64_t vpd_vf_policing_rate(const struct vpd_entry *e)
 {
 	return e->claimed ? (uint64_t)vpd_entry_max_tx_rate(e) * 1000 : 0;

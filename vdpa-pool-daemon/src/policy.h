@@ -34,6 +34,8 @@ uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf
 uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf);
 /* The flows of one VF in its current state (1 or 2); returns how many. */
 unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_flow out[2]);
+/* The bridge's other ports' flow (uplinks...): NORMAL, below every VF's. */
+struct vpd_flow vpd_others_flow(void);
 /*
  * The ingress policing rate of VF e's port, kbit/s (0: none): what its
  * transmit is held to (vpd_entry_max_tx_rate) while claimed; none while

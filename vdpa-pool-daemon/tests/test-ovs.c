@@ -3,8 +3,9 @@
  * Unit tests of the OVS side: the JSON reader OVSDB's replies go through
  * (good, bad and random input), the flows each VF state gives, and the
  * OpenFlow 1.4 messages, decoded back field by field as the OpenFlow 1.4
- * specification lays them out.  OVS itself runs in
- * tests/nested/test_l1_daemon.py.
+ * specification lays them out, and a flow statistics reply decoded.  OVS's
+ * own decoder reads them in tests/unit/test_openflow_ofp_print.py; OVS
+ * itself runs in tests/nested/test_l1_daemon.py.
  */
 #include "json.h"
 #include "ovs.h"
@@ -246,6 +247,61 @@ static void test_flow_mod_delete_and_bundle(void)
 	g_assert_cmpmem(b->data + 24, del->len - 8, del->data + 8, del->len - 8);
 }
 
+static void test_small_messages(void)
+{
+	static const uint8_t echo[] = { 5, VPD_OFPT_ECHO_REQUEST, 0, 10, 0, 0, 0, 7, 0xab, 0xcd };
+	g_autoptr(GByteArray) b = g_byte_array_new();
+
+	vpd_of_hello(b, 3);
+	g_assert_cmpuint(b->len, ==, 8);
+	g_assert_cmpmem(b->data, 8, "\x05\x00\x00\x08\x00\x00\x00\x03", 8);
+	g_byte_array_set_size(b, 0);
+	vpd_of_echo_reply(b, echo, sizeof(echo));
+	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_ECHO_REPLY);
+	g_assert_cmpmem(b->data + 2, b->len - 2, echo + 2, sizeof(echo) - 2);
+	g_byte_array_set_size(b, 0);
+	vpd_of_flow_stats_request(b, 4, 0x5650000000010003ull, ~VPD_COOKIE_KIND_MASK);
+	g_assert_cmpuint(b->len, ==, 56);
+	g_assert_cmpuint(be16(b->data + 2), ==, 56);
+	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_MULTIPART_REQUEST);
+	g_assert_cmpuint(be16(b->data + 8), ==, 1);             /* OFPMP_FLOW */
+	g_assert_cmpuint(b->data[16], ==, 0);                   /* table 0 */
+	g_assert_cmphex(be64(b->data + 32), ==, 0x5650000000010003ull);
+	g_assert_cmphex(be64(b->data + 40), ==, 0xffff00ffffffffffull);
+	g_assert_cmpuint(be16(b->data + 50), ==, 4);            /* empty match */
+}
+
+/* A flow stats reply: two flows' counters by cookie; malformed ones fail. */
+static void test_flow_stats_parse(void)
+{
+	g_autoptr(GHashTable) by_cookie = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+								g_free, g_free);
+	g_autoptr(GByteArray) m = g_byte_array_new();
+	uint8_t flow[56] = { 0 };
+	uint64_t c = 0x5650020000010003ull;
+
+	vpd_of_header(m, VPD_OFPT_MULTIPART_REPLY, 0, 1);
+	g_byte_array_append(m, (const uint8_t *)"\0\1\0\0\0\0\0\0", 8);
+	for (unsigned i = 0; i < 2; i++) {
+		flow[1] = sizeof(flow);                          /* length */
+		for (unsigned j = 0; j < 8; j++) {
+			flow[24 + j] = (c + i) >> (56 - 8 * j);   /* cookie */
+			flow[32 + j] = j == 7 ? 5 + i : 0;       /* packets */
+			flow[40 + j] = j == 7 ? 60 : 0;          /* bytes */
+		}
+		g_byte_array_append(m, flow, sizeof(flow));
+	}
+	g_assert_true(vpd_of_flow_stats_parse(m->data, m->len, by_cookie));
+	g_assert_cmpuint(g_hash_table_size(by_cookie), ==, 2);
+	g_assert_cmpstr(g_hash_table_lookup(by_cookie, &c), ==, "n_packets=5, n_bytes=60");
+	c++;
+	g_assert_cmpstr(g_hash_table_lookup(by_cookie, &c), ==, "n_packets=6, n_bytes=60");
+	/* Cut short, or a flow's length past the end: malformed. */
+	g_assert_false(vpd_of_flow_stats_parse(m->data, m->len - 1, by_cookie));
+	m->data[16 + 1] = 200;
+	g_assert_false(vpd_of_flow_stats_parse(m->data, m->len, by_cookie));
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -257,5 +313,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/vf-policing-rate", test_vf_policing_rate);
 	g_test_add_func("/ovs/flow-mod-add", test_flow_mod_add);
 	g_test_add_func("/ovs/flow-mod-delete-and-bundle", test_flow_mod_delete_and_bundle);
+	g_test_add_func("/ovs/small-messages", test_small_messages);
+	g_test_add_func("/ovs/flow-stats-parse", test_flow_stats_parse);
 	return g_test_run();
 }
