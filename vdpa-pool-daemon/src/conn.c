@@ -16,19 +16,7 @@
 
 /* ---- errors ------------------------------------------------------------- */
 
-bool vpd_ovs_fail(GError **error, const char *fmt, ...)
-{
-	va_list ap;
-	g_autofree char *msg = NULL;
-
-	va_start(ap, fmt);
-	msg = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, msg);
-	return false;
-}
-
-bool vpd_ovs_fail_code(GError **error, int code, const char *fmt, ...)
+bool vpd_ovs_fail(GError **error, int code, const char *fmt, ...)
 {
 	va_list ap;
 	g_autofree char *msg = NULL;
@@ -80,7 +68,8 @@ bool vpd_conn_open(struct vpd_conn *c, GError **error)
 
 	vpd_conn_close(c);
 	if (strlen(c->path) >= sizeof(sa.sun_path))
-		return vpd_ovs_fail(error, "%s: socket path %s too long", c->what, c->path);
+		return vpd_ovs_fail(error, G_IO_ERROR_FILENAME_TOO_LONG,
+				    "%s: socket path %s too long", c->what, c->path);
 	strcpy(sa.sun_path, c->path);
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	/* A peer that stops reading blocks a send at most this long. */
@@ -90,9 +79,8 @@ bool vpd_conn_open(struct vpd_conn *c, GError **error)
 		int e = errno;
 
 		vpd_conn_close(c);
-		return vpd_ovs_fail_code(error, G_IO_ERROR_NOT_CONNECTED,
-					 "%s: cannot connect to %s: %s", c->what, c->path,
-					 g_strerror(e));
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_CONNECTED,
+				    "%s: cannot connect to %s: %s", c->what, c->path, g_strerror(e));
 	}
 	return true;
 }
@@ -110,8 +98,8 @@ bool vpd_conn_send(struct vpd_conn *c, const void *data, gsize len, GError **err
 			int e = errno;
 
 			vpd_conn_close(c);
-			return vpd_ovs_fail_code(error, G_IO_ERROR_CONNECTION_CLOSED, "%s: send: %s",
-						 c->what, g_strerror(e));
+			return vpd_ovs_fail(error, G_IO_ERROR_CONNECTION_CLOSED, "%s: send: %s",
+					    c->what, g_strerror(e));
 		}
 		p += n;
 		len -= n;
@@ -129,8 +117,8 @@ bool vpd_conn_recv(struct vpd_conn *c, gint64 deadline, GError **error)
 
 	if (left <= 0 || (r = poll(&pfd, 1, left)) == 0) {
 		vpd_conn_close(c);
-		return vpd_ovs_fail_code(error, G_IO_ERROR_TIMED_OUT, "%s: no answer within %d s",
-					 c->what, VPD_OVS_TIMEOUT_MS / 1000);
+		return vpd_ovs_fail(error, G_IO_ERROR_TIMED_OUT, "%s: no answer within %d s",
+				    c->what, VPD_OVS_TIMEOUT_MS / 1000);
 	}
 	n = r < 0 ? -1 : recv(c->fd, buf, sizeof(buf), 0);
 	if (n < 0 && errno == EINTR)
@@ -139,9 +127,8 @@ bool vpd_conn_recv(struct vpd_conn *c, gint64 deadline, GError **error)
 		int e = n ? errno : 0;
 
 		vpd_conn_close(c);
-		return vpd_ovs_fail_code(error, G_IO_ERROR_CONNECTION_CLOSED,
-					 "%s: connection closed%s%s", c->what, e ? ": " : "",
-					 e ? g_strerror(e) : "");
+		return vpd_ovs_fail(error, G_IO_ERROR_CONNECTION_CLOSED, "%s: connection closed%s%s",
+				    c->what, e ? ": " : "", e ? g_strerror(e) : "");
 	}
 	g_byte_array_append(c->in, buf, n);
 	return true;

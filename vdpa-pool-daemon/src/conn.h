@@ -34,14 +34,10 @@ bool vpd_conn_send(struct vpd_conn *c, const void *data, gsize len, GError **err
  * on failure the connection is closed. */
 bool vpd_conn_recv(struct vpd_conn *c, gint64 deadline, GError **error);
 
-/* Set error (G_IO_ERROR_FAILED) and return false. */
-bool vpd_ovs_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 /*
- * The same with code.  OVS not there, not answering or gone:
- * G_IO_ERROR_NOT_CONNECTED, _TIMED_OUT or _CONNECTION_CLOSED, which
- * vpd_ovs_error_is_transient() tells apart from errors that waiting does
- * not mend.
+ * Set error (G_IO_ERROR, code: which kind of failure, as ovs.h lists them)
+ * and return false.
  */
-bool vpd_ovs_fail_code(GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+bool vpd_ovs_fail(GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
 #endif

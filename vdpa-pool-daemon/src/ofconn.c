@@ -39,8 +39,9 @@ bool vpd_ofconn_connect(struct vpd_ofconn *of, GError **error)
 		return false;
 	if (in->data[1] != VPD_OFPT_HELLO || in->data[0] < VPD_OFP_VERSION) {
 		vpd_conn_close(&of->c);
-		return vpd_ovs_fail(error, "OpenFlow: bridge %s does not speak OpenFlow 1.4 (add "
-				    "OpenFlow14 to its protocols)", of->bridge);
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_SUPPORTED, "OpenFlow: bridge %s does "
+				    "not speak OpenFlow 1.4 (add OpenFlow14 to its protocols)",
+				    of->bridge);
 	}
 	g_byte_array_remove_range(in, 0, vpd_of_get16(in->data + 2));
 	if (of->connected)
@@ -77,7 +78,8 @@ bool vpd_ofconn_wait(struct vpd_ofconn *of, uint32_t first_xid, uint32_t xid, ui
 		guint len;
 
 		if (of->c.fd < 0)
-			return vpd_ovs_fail(error, "OpenFlow: connection lost");
+			return vpd_ovs_fail(error, G_IO_ERROR_CONNECTION_CLOSED,
+					    "OpenFlow: connection lost");
 		if (of->c.in->len < 8 || of->c.in->len < vpd_of_get16(m + 2)) {
 			if (!vpd_conn_recv(&of->c, deadline, error))
 				return false;
@@ -86,7 +88,8 @@ bool vpd_ofconn_wait(struct vpd_ofconn *of, uint32_t first_xid, uint32_t xid, ui
 		len = vpd_of_get16(m + 2);
 		if (len < 8) {
 			vpd_conn_close(&of->c);
-			return vpd_ovs_fail(error, "OpenFlow: a message of length %u", len);
+			return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+					    "OpenFlow: a message of length %u", len);
 		}
 		if (m[1] == VPD_OFPT_ECHO_REQUEST) {
 			g_autoptr(GByteArray) r = g_byte_array_new();
@@ -104,7 +107,8 @@ bool vpd_ofconn_wait(struct vpd_ofconn *of, uint32_t first_xid, uint32_t xid, ui
 
 			g_byte_array_remove_range(of->c.in, 0, len);
 			if (exid == xid)
-				return vpd_ovs_fail(error, "OpenFlow: OVS refused request %u: error "
+				return vpd_ovs_fail(error, G_IO_ERROR_INVALID_ARGUMENT,
+						    "OpenFlow: OVS refused request %u: error "
 						    "type %u code %u", exid, type, code);
 			if (exid >= first_xid && exid < xid && !refused)
 				refused = g_strdup_printf("OpenFlow: OVS refused request %u: error "
@@ -118,11 +122,13 @@ bool vpd_ofconn_wait(struct vpd_ofconn *of, uint32_t first_xid, uint32_t xid, ui
 
 			g_byte_array_remove_range(of->c.in, 0, len);
 			if (!ok)
-				return vpd_ovs_fail(error, "OpenFlow: a malformed reply");
+				return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+						    "OpenFlow: a malformed reply");
 			if (more)
 				continue;
 			if (refused)
-				return vpd_ovs_fail(error, "%s", refused);
+				return vpd_ovs_fail(error, G_IO_ERROR_INVALID_ARGUMENT, "%s",
+						    refused);
 			return true;
 		}
 		g_byte_array_remove_range(of->c.in, 0, len);
@@ -183,7 +189,7 @@ bool vpd_ofconn_bundle_checked(struct vpd_ofconn *of, const GPtrArray *mods, GEr
 
 	if (bundle_checked_once(of, mods, &first))
 		return true;
-	if (of->c.fd < 0 && !g_str_has_prefix(first->message, "OpenFlow: OVS refused"))
+	if (of->c.fd < 0 && !g_error_matches(first, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT))
 		return bundle_checked_once(of, mods, error);  /* it had gone stale */
 	g_propagate_error(error, g_steal_pointer(&first));
 	return false;

@@ -81,8 +81,9 @@ struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
 	g_autofree char *rundir = NULL;
 
 	if (cfg->pfs->len * VPD_OFPORT_PER_PF > 65279) {
-		vpd_ovs_fail(error, "OVS: at most %u [pf] sections share an OVS bridge (OpenFlow "
-			     "port numbers)", 65279 / VPD_OFPORT_PER_PF);
+		vpd_ovs_fail(error, G_IO_ERROR_NOT_SUPPORTED, "OVS: at most %u [pf] sections "
+			     "share an OVS bridge (OpenFlow port numbers)",
+			     65279 / VPD_OFPORT_PER_PF);
 		return NULL;
 	}
 	o = g_new0(struct vpd_ovs, 1);
@@ -144,7 +145,8 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 	if (!res)
 		return false;
 	if (vpd_json_len(vpd_json_get(vpd_json_at(res, 1), "rows")) != 1)
-		return vpd_ovs_fail(error, "OVSDB has no Open_vSwitch row (run ovs-vsctl init)");
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				    "OVSDB has no Open_vSwitch row (run ovs-vsctl init)");
 	rows = vpd_json_get(vpd_json_at(res, 0), "rows");
 	g_string_truncate(ops, 0);
 	if (vpd_json_len(rows) == 0) {
@@ -182,7 +184,8 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 			has14 |= v && v->type == VPD_JSON_STRING && !strcmp(v->str, "OpenFlow14");
 		}
 		if (netdev && (!dp || dp->type != VPD_JSON_STRING || strcmp(dp->str, "netdev")))
-			return vpd_ovs_fail(error, "OVS: bridge %s has datapath_type '%s', but "
+			return vpd_ovs_fail(error, G_IO_ERROR_EXISTS,
+					    "OVS: bridge %s has datapath_type '%s', but "
 					    "VDUSE PFs need OVS-DPDK's userspace datapath "
 					    "(datapath_type=netdev)", br,
 					    dp && dp->type == VPD_JSON_STRING ? dp->str : "?");
@@ -290,7 +293,8 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 			continue;
 		}
 		if (g_hash_table_contains(exists, e->rep))
-			return vpd_ovs_fail(error, "OVS: representor %s of VF %u of PF %s is a "
+			return vpd_ovs_fail(error, G_IO_ERROR_EXISTS,
+					    "OVS: representor %s of VF %u of PF %s is a "
 					    "port of another bridge than %s", e->rep, e->vf,
 					    e->pool->pf->name, br);
 		g_string_append(ops, "{\"op\":\"insert\",\"table\":\"Interface\",\"row\":{\"name\":");
@@ -376,7 +380,8 @@ static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **e
 			return true;
 		/* A new or renumbered port takes ovs-vswitchd a moment. */
 		if (g_get_monotonic_time() > deadline)
-			return vpd_ovs_fail(error, "OVS: port %s of VF %u got OpenFlow port %d, "
+			return vpd_ovs_fail(error, got > 0 ? G_IO_ERROR_EXISTS : G_IO_ERROR_FAILED,
+					    "OVS: port %s of VF %u got OpenFlow port %d, "
 					    "not %u (%s)", bad->rep, bad->vf, got,
 					    vpd_vf_ofport(pf_index(o, bad->pool->pf), bad->vf),
 					    got < 0 ? "OVS could not open it: see its Interface error"
@@ -446,9 +451,9 @@ static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
 		if (cur && cur->type == VPD_JSON_NUMBER && cur->num >= cfg)
 			return true;
 		if (g_get_monotonic_time() > deadline)
-			return vpd_ovs_fail_code(error, G_IO_ERROR_TIMED_OUT, "OVS: ovs-vswitchd "
-						 "did not apply the configuration within %d s",
-						 VPD_OVS_TIMEOUT_MS / 1000);
+			return vpd_ovs_fail(error, G_IO_ERROR_TIMED_OUT, "OVS: ovs-vswitchd did "
+					    "not apply the configuration within %d s",
+					    VPD_OVS_TIMEOUT_MS / 1000);
 		g_usleep(2000);
 	}
 }
@@ -478,8 +483,8 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	bool db, opening, closing, flows_sent = false;
 
 	if (!e->rep)
-		return vpd_ovs_fail(error, "VF %u of pool '%s' has no representor", e->vf,
-				    e->pool->name);
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				    "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
 	update_ops(ops, e, vpd_vf_ofport(pfi, e->vf));
 	last = g_hash_table_lookup(o->rows, e);
 	db = !last || strcmp(last, ops->str);
@@ -519,15 +524,21 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	if (db) {
 		res = vpd_ovsdb_wait(&o->db, id, error);
 		if (res && (vpd_ovsdb_count(res, 0) != 1 || vpd_ovsdb_count(res, 1) != 1)) {
-			vpd_ovs_fail(error, "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
+			vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				     "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
 			g_clear_pointer(&res, vpd_json_free);
 		}
 		if (res && opening) {
 			const struct vpd_json *cfg = vpd_json_get(vpd_json_at(vpd_json_get(
 				vpd_json_at(res, 3), "rows"), 0), "next_cfg");
 
-			if (!cfg || cfg->type != VPD_JSON_NUMBER || !wait_applied(o, cfg->num, error))
+			if (!cfg || cfg->type != VPD_JSON_NUMBER) {
+				vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+					     "OVSDB's reply has no next_cfg");
 				g_clear_pointer(&res, vpd_json_free);
+			} else if (!wait_applied(o, cfg->num, error)) {
+				g_clear_pointer(&res, vpd_json_free);
+			}
 		}
 		if (!res) {
 			if (flows_sent)

@@ -25,6 +25,8 @@
 #include "policy.h"     /* each VF's port number, flows and rows */
 #include "pool.h"
 
+#include <gio/gio.h>    /* G_IO_ERROR: the errors' domain */
+
 struct vpd_ovs;
 
 /* Connect to OVSDB (cfg->ovsdb) for cfg->ovs_bridge. */
@@ -51,6 +53,29 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
  * not have is listed with "MISSING".  NULL with error if OVS cannot say.
  */
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error);
+
+/*
+ * The errors of these functions are G_IO_ERROR, their code saying which
+ * kind of failure it is:
+ *
+ *   NOT_CONNECTED, TIMED_OUT,   OVS is not there, not answering, or gone
+ *   CONNECTION_CLOSED           (vpd_ovs_error_is_transient())
+ *   INVALID_ARGUMENT            OVS refused a request (an OpenFlow error
+ *                               reply, an OVSDB transaction's error)
+ *   INVALID_DATA                OVS sent what the daemon cannot read
+ *   NOT_SUPPORTED               the bridge does not speak OpenFlow 1.4; more
+ *                               [pf] sections than port numbers allow
+ *   NOT_FOUND                   a PF's netdev or switch ID, a VF's
+ *                               representor or port, OVSDB's Open_vSwitch
+ *                               row is not there
+ *   EXISTS                      OVS holds something in the way: the
+ *                               representor is another bridge's port, its
+ *                               port number is taken, the bridge has
+ *                               another datapath type
+ *   FILENAME_TOO_LONG           the OVSDB socket's path
+ *   FAILED                      OVS could not open a VF's port
+ *   (from errno)                a representor cannot be set up
+ */
 
 /*
  * Whether err only says that OVS is not there or not answering (yet):

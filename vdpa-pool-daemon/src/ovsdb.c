@@ -70,12 +70,13 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 		const struct vpd_json *mid, *method, *result, *err;
 
 		if (db->c.fd < 0) {
-			vpd_ovs_fail(error, "OVSDB: connection lost");
+			vpd_ovs_fail(error, G_IO_ERROR_CONNECTION_CLOSED, "OVSDB: connection lost");
 			return NULL;
 		}
 		if (span < 0) {
 			vpd_conn_close(&db->c);
-			vpd_ovs_fail(error, "OVSDB sent something that is not JSON-RPC");
+			vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+				     "OVSDB sent something that is not JSON-RPC");
 			return NULL;
 		}
 		if (span == 0) {
@@ -100,13 +101,14 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 			continue;  /* a notification or an old reply */
 		err = vpd_json_get(msg, "error");
 		if (err && err->type != VPD_JSON_NULL) {
-			vpd_ovs_fail(error, "OVSDB refused the transaction: %s",
+			vpd_ovs_fail(error, G_IO_ERROR_INVALID_ARGUMENT,
+				     "OVSDB refused the transaction: %s",
 				     err->type == VPD_JSON_STRING ? err->str : "(error)");
 			return NULL;
 		}
 		result = vpd_json_get(msg, "result");
 		if (!result || result->type != VPD_JSON_ARRAY) {
-			vpd_ovs_fail(error, "OVSDB's reply has no result");
+			vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA, "OVSDB's reply has no result");
 			return NULL;
 		}
 		for (unsigned i = 0; i < vpd_json_len(result); i++) {
@@ -115,7 +117,8 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 			const struct vpd_json *d = vpd_json_get(r, "details");
 
 			if (e && e->type == VPD_JSON_STRING) {
-				vpd_ovs_fail(error, "OVSDB: operation %u failed: %s%s%s", i, e->str,
+				vpd_ovs_fail(error, G_IO_ERROR_INVALID_ARGUMENT,
+					     "OVSDB: operation %u failed: %s%s%s", i, e->str,
 					     d && d->type == VPD_JSON_STRING ? ": " : "",
 					     d && d->type == VPD_JSON_STRING ? d->str : "");
 				return NULL;
@@ -126,6 +129,7 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 			if (!strcmp(msg->keys->pdata[i], "result"))
 				return g_ptr_array_steal_index(msg->items, i);
 		}
+		vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA, "OVSDB's reply has no result");
 		return NULL;
 	}
 }

@@ -36,8 +36,8 @@ static char *pf_switch_id(const struct vpd_pf *pf, GError **error)
 		const char *n = d ? g_dir_read_name(d) : NULL;
 
 		if (!n) {
-			vpd_ovs_fail(error, "PF %s has no netdev (its driver is not bound?)",
-				     pf->name);
+			vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				     "PF %s has no netdev (its driver is not bound?)", pf->name);
 			return NULL;
 		}
 		dir = g_build_filename(nets, n, NULL);
@@ -47,8 +47,8 @@ static char *pf_switch_id(const struct vpd_pf *pf, GError **error)
 	id = sysfs_line(dir, "phys_switch_id");
 	if (!id || !*id) {
 		g_free(id);
-		vpd_ovs_fail(error, "PF %s has no switch ID: is its eswitch in switchdev mode?",
-			     pf->name);
+		vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+			     "PF %s has no switch ID: is its eswitch in switchdev mode?", pf->name);
 		return NULL;
 	}
 	return id;
@@ -93,9 +93,12 @@ static bool set_up(const char *ifname, GError **error)
 		ifr.ifr_flags |= IFF_UP;
 		ok = ioctl(fd, SIOCSIFFLAGS, &ifr) == 0;
 	}
-	if (!ok)
-		vpd_ovs_fail(error, "representor %s: cannot set it up: %s", ifname,
-			     g_strerror(errno));
+	if (!ok) {
+		int e = errno;
+
+		vpd_ovs_fail(error, g_io_error_from_errno(e),
+			     "representor %s: cannot set it up: %s", ifname, g_strerror(e));
+	}
 	if (fd >= 0)
 		close(fd);
 	return ok;
@@ -137,8 +140,9 @@ bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **er
 		if (missing == G_MAXUINT)
 			break;
 		if (g_get_monotonic_time() > deadline)
-			return vpd_ovs_fail(error, "PF %s: VF %u has no representor (no netdev "
-					    "with switch ID %s and port name pfNvf%u)", pf->name,
+			return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+					    "PF %s: VF %u has no representor (no netdev with "
+					    "switch ID %s and port name pfNvf%u)", pf->name,
 					    missing, sw, missing);
 		g_usleep(10000);
 	}

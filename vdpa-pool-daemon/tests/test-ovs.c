@@ -10,7 +10,11 @@
 #include "json.h"
 #include "ovs.h"
 
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 static uint16_t be16(const uint8_t *p)
 {
@@ -302,6 +306,108 @@ static void test_flow_stats_parse(void)
 	g_assert_false(vpd_of_flow_stats_parse(m->data, m->len, by_cookie));
 }
 
+/* ---- errors, against a fake ovsdb-server ------------------------------- */
+
+struct fake_db {
+	int lfd;
+	const char *reply;   /* to the first request; NULL: hang up instead */
+};
+
+static gpointer fake_db_serve(gpointer data)
+{
+	struct fake_db *f = data;
+	int c = accept(f->lfd, NULL, NULL);
+	char buf[4096];
+
+	if (c < 0)
+		return NULL;
+	if (read(c, buf, sizeof(buf)) > 0 && f->reply && write(c, f->reply, strlen(f->reply)) < 0)
+		g_warning("fake OVSDB: write: %s", g_strerror(errno));
+	close(c);
+	return NULL;
+}
+
+/* The error of vpd_ovs_sync() (no VFs) when OVSDB answers its first
+ * request with reply (NULL: hangs up). */
+static GError *sync_error(const char *reply)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-ovs-XXXXXX", NULL);
+	g_autofree char *path = g_build_filename(dir, "db.sock", NULL);
+	g_autoptr(GPtrArray) pfs = g_ptr_array_new();
+	g_autoptr(GPtrArray) entries = g_ptr_array_new();
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fake_db f = { .lfd = socket(AF_UNIX, SOCK_STREAM, 0), .reply = reply };
+	struct vpd_config cfg = { .ovs_bridge = (char *)"br0", .pfs = pfs };
+	struct vpd_pools pools = { .entries = entries };
+	g_autofree char *remote = g_strdup_printf("unix:%s", path);
+	struct vpd_ovs *o;
+	GThread *t;
+	GError *err = NULL;
+
+	g_assert_nonnull(dir);
+	g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	g_assert_cmpint(bind(f.lfd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+	g_assert_cmpint(listen(f.lfd, 1), ==, 0);
+	t = g_thread_new("fake-ovsdb", fake_db_serve, &f);
+	cfg.ovsdb = remote;
+	o = vpd_ovs_new(&cfg, &err);
+	g_assert_no_error(err);
+	g_assert_false(vpd_ovs_sync(o, &pools, &err));
+	g_assert_nonnull(err);
+	vpd_ovs_free(o);
+	g_thread_join(t);
+	close(f.lfd);
+	unlink(path);
+	rmdir(dir);
+	return err;
+}
+
+static void test_errors(void)
+{
+	static const struct {
+		const char *reply;
+		int code;
+		const char *message;
+	} cases[] = {
+		{ NULL, G_IO_ERROR_CONNECTION_CLOSED, "OVSDB: connection closed" },
+		{ "]", G_IO_ERROR_INVALID_DATA, "OVSDB sent something that is not JSON-RPC" },
+		{ "{\"id\":1,\"result\":{},\"error\":null}", G_IO_ERROR_INVALID_DATA,
+		  "OVSDB's reply has no result" },
+		{ "{\"id\":1,\"result\":null,\"error\":\"unknown database\"}",
+		  G_IO_ERROR_INVALID_ARGUMENT, "OVSDB refused the transaction: unknown database" },
+		{ "{\"id\":1,\"result\":[{\"error\":\"constraint violation\",\"details\":\"x\"}],"
+		  "\"error\":null}", G_IO_ERROR_INVALID_ARGUMENT,
+		  "OVSDB: operation 0 failed: constraint violation: x" },
+		{ "{\"id\":1,\"result\":[{\"rows\":[]},{\"rows\":[]}],\"error\":null}",
+		  G_IO_ERROR_NOT_FOUND, "OVSDB has no Open_vSwitch row (run ovs-vsctl init)" },
+	};
+	g_autofree char *long_path = g_strdup_printf("unix:/%0200d", 0);
+	struct vpd_config cfg = { .ovs_bridge = (char *)"br0", .pfs = g_ptr_array_new() };
+	GError *err = NULL;
+
+	/* Not there: transient; a path no socket can have: not. */
+	cfg.ovsdb = (char *)"unix:/nonexistent/db.sock";
+	g_assert_null(vpd_ovs_new(&cfg, &err));
+	g_assert_error(err, G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED);
+	g_assert_true(vpd_ovs_error_is_transient(err));
+	g_clear_error(&err);
+	cfg.ovsdb = long_path;
+	g_assert_null(vpd_ovs_new(&cfg, &err));
+	g_assert_error(err, G_IO_ERROR, G_IO_ERROR_FILENAME_TOO_LONG);
+	g_assert_false(vpd_ovs_error_is_transient(err));
+	g_clear_error(&err);
+	g_ptr_array_unref(cfg.pfs);
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+		err = sync_error(cases[i].reply);
+		g_assert_error(err, G_IO_ERROR, cases[i].code);
+		g_assert_true(g_str_has_prefix(err->message, cases[i].message));
+		g_assert_true(vpd_ovs_error_is_transient(err) ==
+			      (cases[i].code == G_IO_ERROR_CONNECTION_CLOSED));
+		g_clear_error(&err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -315,5 +421,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/flow-mod-delete-and-bundle", test_flow_mod_delete_and_bundle);
 	g_test_add_func("/ovs/small-messages", test_small_messages);
 	g_test_add_func("/ovs/flow-stats-parse", test_flow_stats_parse);
+	g_test_add_func("/ovs/errors", test_errors);
 	return g_test_run();
 }
