@@ -71,6 +71,7 @@ HOST_PACKAGES=(
 	qemu-system-x86
 	clang-14 libclang-rt-14-dev
 	openvswitch-common   # ovs-ofctl: OVS checks the daemon's OpenFlow encoder (unit tests)
+	systemd              # systemd-socket-activate, systemd-analyze: the daemon's unit tests
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)
