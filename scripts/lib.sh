@@ -128,3 +128,28 @@ host_ensure() {
 	venv_ensure
 	export PATH=$VENV/bin:$PATH
 }
+
+# Build what a run needs: our code, QEMU (build-qemu's options in "$@") and,
+# as $1 says, the guest artifacts (full), only the kernel source (source) or
+# nothing (none).  The guest's first steps, debootstrap and the trixie
+# packages, wait mostly on the network: they run beside QEMU's compile.
+BUILD_GUEST_PID=
+build_all() {
+	local guest=$1
+	shift
+	VSRIOV_BUILD_OURS=$("$VSRIOV_SRC/scripts/build-ours")
+	export VSRIOV_BUILD_OURS
+	if [ "$guest" != none ]; then
+		"$VSRIOV_SRC/scripts/build-guest" --source &
+		BUILD_GUEST_PID=$!
+		trap '[ -z "$BUILD_GUEST_PID" ] || kill "$BUILD_GUEST_PID" 2>/dev/null || true' EXIT
+	fi
+	"$VSRIOV_SRC/scripts/build-qemu" "$@"
+	if [ -n "$BUILD_GUEST_PID" ]; then
+		wait "$BUILD_GUEST_PID" || die "scripts/build-guest --source failed (its messages are above)"
+		BUILD_GUEST_PID=
+	fi
+	if [ "$guest" = full ]; then
+		"$VSRIOV_SRC/scripts/build-guest"
+	fi
+}
