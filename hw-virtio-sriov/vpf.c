@@ -117,11 +117,30 @@ static void vpf_vfs_changed(VsriovPF *vpf)
     }
 }
 
+/*
+ * Take note of the VFs enabled now: VFs that came or went start over with
+ * a default configuration, and VSRIOV_VFS_CHANGED says so.
+ */
+static void vpf_sync_enabled(VsriovPF *vpf)
+{
+    uint16_t now = vsriov_pf_enabled_vfs(vpf);
+
+    if (now == vpf->enabled_vfs) {
+        return;
+    }
+    for (uint16_t i = MIN(now, vpf->enabled_vfs);
+         i < MAX(now, vpf->enabled_vfs); i++) {
+        vsriov_vfcfg_reset_vf(vpf, i);
+    }
+    trace_vsriov_vfs_changed(DEVICE(vpf->pf)->id, vpf->enabled_vfs, now);
+    vpf->enabled_vfs = now;
+    vpf_vfs_changed(vpf);
+}
+
 static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
                              int len)
 {
     VsriovPF *vpf = vpf_of(pf);
-    uint16_t now;
 
     vpf->in_config_write = true;
     vpf->parent_config_write(pf, addr, val, len);
@@ -129,17 +148,7 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
     if (vsriov_vfcfg_config_write(vpf, addr, len)) {
         return;
     }
-    now = vsriov_pf_enabled_vfs(vpf);
-    if (now != vpf->enabled_vfs) {
-        /* VFs that come or go start over with a default configuration. */
-        for (uint16_t i = MIN(now, vpf->enabled_vfs);
-             i < MAX(now, vpf->enabled_vfs); i++) {
-            vsriov_vfcfg_reset_vf(vpf, i);
-        }
-        trace_vsriov_vfs_changed(DEVICE(pf)->id, vpf->enabled_vfs, now);
-        vpf->enabled_vfs = now;
-        vpf_vfs_changed(vpf);
-    }
+    vpf_sync_enabled(vpf);
 }
 
 /* The backend a VF's NIC is attached to, or NULL. */
@@ -297,9 +306,15 @@ static void vpf_release_disabled(VsriovPF *vpf)
     memory_region_transaction_commit();
 }
 
-static void vpf_release_bh(void *opaque)
+/* After a reset from outside a config write (see vpf_vfs_disabled). */
+static void vpf_reset_bh(void *opaque)
 {
-    vpf_release_disabled(opaque);
+    VsriovPF *vpf = opaque;
+
+    if (vpf->pool->lazy) {
+        vpf_release_disabled(vpf);
+    }
+    vpf_sync_enabled(vpf);
 }
 
 /* pcie_sriov's prepare_vfs: VF Enable is being set with @num_vfs VFs. */
@@ -351,9 +366,12 @@ static void vpf_vfs_disabled(PCIDevice *pf)
     VsriovPF *vpf = vpf_of(pf);
 
     if (vpf->in_config_write) {
-        vpf_release_disabled(vpf);
+        /* vpf_config_write() takes note of the VFs that went */
+        if (vpf->pool->lazy) {
+            vpf_release_disabled(vpf);
+        }
     } else {
-        qemu_bh_schedule(vpf->release_bh);
+        qemu_bh_schedule(vpf->reset_bh);
     }
 }
 
@@ -494,15 +512,14 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     for (int r = 0; r < PCI_NUM_REGIONS; r++) {
         vpf->vf_bar_size[r] = vpf->vfs[0]->io_regions[r].size;
     }
+    /*
+     * Not the main context: block layer drains in other devices' reset
+     * poll that one, and VFs must not change in the middle of a reset.
+     */
+    vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
+    pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
     if (vpf->pool->lazy) {
-        /*
-         * Not the main context: block layer drains in other devices' reset
-         * poll that one, and VFs must not change in the middle of a reset.
-         */
-        vpf->release_bh = aio_bh_new(iohandler_get_aio_context(),
-                                     vpf_release_bh, vpf);
         pf->exp.sriov_pf.prepare_vfs = vpf_prepare_vfs;
-        pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
     }
     vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
     vpf->event_last_ns = 0;
@@ -528,9 +545,9 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->event_timer = NULL;
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;
-    if (vpf->release_bh) {
-        qemu_bh_delete(vpf->release_bh);
-        vpf->release_bh = NULL;
+    if (vpf->reset_bh) {
+        qemu_bh_delete(vpf->reset_bh);
+        vpf->reset_bh = NULL;
     }
     vsriov_vfcfg_exit(vpf);
     vpf_destroy_vfs(vpf);

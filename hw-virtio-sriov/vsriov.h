@@ -115,7 +115,7 @@ typedef struct VsriovPF {
     NetClientState **backends;  /* NULL: none (a lazy pool's disabled VF) */
     pcibus_t vf_bar_size[PCI_NUM_REGIONS];
     bool in_config_write;
-    QEMUBH *release_bh;         /* lazy: returns backends after a reset */
+    QEMUBH *reset_bh;           /* after a reset: backends, enabled_vfs */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
@@ -130,8 +130,8 @@ typedef struct VsriovPF {
 } VsriovPF;
 
 /*
- * Hooks called by virtio-net-pci (qemu-patches/0005); with a lazy pool,
- * vpf.c also sets hw/pci/pcie_sriov.c's prepare_vfs and vfs_disabled
+ * Hooks called by virtio-net-pci (qemu-patches/0005); vpf.c also sets
+ * hw/pci/pcie_sriov.c's vfs_disabled and, with a lazy pool, prepare_vfs
  * (qemu-patches/0008).
  */
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,

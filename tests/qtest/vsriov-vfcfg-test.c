@@ -388,12 +388,53 @@ static void test_random_writes(void)
     qtest_quit(qts);
 }
 
+/*
+ * A PF reset disables the VFs; their configuration is back to defaults
+ * and VSRIOV_VFS_CHANGED says so at once, not at the guest's next config
+ * write (then a VF Enable of as many VFs as before changed nothing).
+ */
+static void test_pf_reset(void)
+{
+    static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 0x11 };
+    VsriovPcie p;
+    QTestState *qts = start(&p);
+    g_autofree char *before = NULL;
+    g_autofree char *after = NULL;
+    QDict *ev;
+
+    set_vfs(&p, 2);
+    before = vf_mac(qts, 0);
+    ev = qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
+                    ==, 2);
+    qobject_unref(ev);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_SET_MAC, 1, mac, 6, NULL),
+                     ==, VSRIOV_VFCFG_S_OK);
+    g_assert_cmpuint(set_vlan(&p, 1, 100, 3, 0x8100), ==, VSRIOV_VFCFG_S_OK);
+    g_assert_cmpuint(set_byte(&p, VSRIOV_VFCFG_CMD_SET_LINK_STATE, 1,
+                              VSRIOV_VFCFG_LINK_DISABLE), ==,
+                     VSRIOV_VFCFG_S_OK);
+    assert_config(qts, 0, "02:00:00:00:00:11", 100, 3, "disable", 0);
+
+    qobject_unref(qtest_qmp(qts, "{ 'execute': 'system_reset' }"));
+    /* no config access after the reset: the event alone must come */
+    ev = qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
+                    ==, 0);
+    qobject_unref(ev);
+    assert_config(qts, 0, NULL, 0, 0, "auto", 0);
+    after = vf_mac(qts, 0);
+    g_assert_cmpstr(after, ==, before);
+    qtest_quit(qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     qtest_add_func("/vsriov/vfcfg/capability", test_capability);
     qtest_add_func("/vsriov/vfcfg/get-config", test_get_config);
     qtest_add_func("/vsriov/vfcfg/set-and-reset", test_set_and_reset);
+    qtest_add_func("/vsriov/vfcfg/pf-reset", test_pf_reset);
     qtest_add_func("/vsriov/vfcfg/bad-group", test_bad_group);
     qtest_add_func("/vsriov/vfcfg/random-writes", test_random_writes);
     return g_test_run();
