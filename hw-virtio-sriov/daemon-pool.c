@@ -91,6 +91,7 @@ struct VsriovDaemonPool {
     uint32_t *handles;      /* the daemon's handle of each VF */
     MACAddr *macs;          /* the daemon's MAC of each VF (zero: none) */
     bool netdevs_created;
+    int last_errno;         /* why the last transact() failed */
 };
 
 static VsriovPoolClass *parent_class;
@@ -187,6 +188,7 @@ static GByteArray *recv_answer(VsriovDaemonPool *dp, uint8_t *hdr, int *fds,
         int64_t left = (deadline - g_get_monotonic_time()) / 1000;
 
         if (left <= 0 || poll(&pfd, 1, left) == 0) {
+            dp->last_errno = ETIMEDOUT;
             error_setg(errp, "vsriov-daemon-pool '%s': %s did not answer "
                        "within %d s", id, dp->socket, VPD_TIMEOUT_S);
             goto fail;
@@ -398,6 +400,7 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
                        VPD_TIMEOUT_S * G_USEC_PER_SEC;
 
     stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
+    dp->last_errno = EIO;
     if (!ensure_connected(dp, errp)) {
         return NULL;
     }
@@ -441,6 +444,12 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
             }
             if (t == VPD_A_MESSAGE && l && !payload->data[o + 4 + l - 1]) {
                 msg = (const char *)payload->data + o + 4;
+            } else if (t == VPD_A_ERRNO && l == 4) {
+                uint32_t e = ldl_le_p(payload->data + o + 4);
+
+                if (e && e < 4096) {
+                    dp->last_errno = e;
+                }
             }
             o += 4 + ROUND_UP(l, 4);
         }
@@ -688,9 +697,9 @@ static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
     return false;
 }
 
-static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
-                             const VsriovVFConfig *c, uint32_t changed,
-                             Error **errp)
+static int daemon_configure(VsriovPool *pool, NetClientState *nc,
+                            const VsriovVFConfig *c, uint32_t changed,
+                            Error **errp)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
     g_autoptr(GByteArray) m = NULL;
@@ -707,7 +716,7 @@ static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
     }
     if (i == dp->count) {
         error_setg(errp, "netdev '%s' is not one of this pool's", nc->name);
-        return false;
+        return -EINVAL;
     }
     m = msg_new(VPD_MSG_SET_ATTRS, ++dp->seq);
     put_u32(m, VPD_A_HANDLE, dp->handles[i]);
@@ -733,7 +742,7 @@ static bool daemon_configure(VsriovPool *pool, NetClientState *nc,
         put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
     reply = transact(dp, m, NULL, 0, &nfds, errp);
-    return reply != NULL;
+    return reply ? 0 : -dp->last_errno;
 }
 
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)

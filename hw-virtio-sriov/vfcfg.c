@@ -149,18 +149,40 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     Error *err = NULL;
+    uint32_t changed;
+    int ret;
 
     if (!pc->configure || !vpf->backends[i]) {
         /* nothing to apply to (a lazy pool's VF gets a fresh backend) */
+        vpf->vfcfg_unsure[i] = false;
         return VSRIOV_VFCFG_S_OK;
     }
-    if (!pc->configure(vpf->pool, vpf->backends[i], c,
-                       vf_config_diff(&vpf->vfcfg[i], c), &err)) {
-        error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
-        vsriov_report_guest_err(err);
-        return VSRIOV_VFCFG_S_EPERM;
+    /*
+     * After a time-out, the whole configuration: the provider may have
+     * applied the command QEMU gave up on.
+     */
+    changed = vpf->vfcfg_unsure[i] ? VSRIOV_VF_CFG_ALL
+                                   : vf_config_diff(&vpf->vfcfg[i], c);
+    ret = pc->configure(vpf->pool, vpf->backends[i], c, changed, &err);
+    vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT;
+    if (!ret) {
+        return VSRIOV_VFCFG_S_OK;
     }
-    return VSRIOV_VFCFG_S_OK;
+    error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
+    vsriov_report_guest_err(err);
+    /* the guest can tell a refusal from a bad value and a time-out */
+    switch (ret) {
+    case -EPERM:
+    case -EACCES:
+    case -EADDRINUSE:
+        return VSRIOV_VFCFG_S_EPERM;
+    case -EINVAL:
+        return VSRIOV_VFCFG_S_EINVAL;
+    case -ETIMEDOUT:
+        return VSRIOV_VFCFG_S_ETIMEDOUT;
+    default:
+        return VSRIOV_VFCFG_S_EIO;
+    }
 }
 
 /* Back to the defaults, as when the VF was first enabled. */
@@ -170,7 +192,7 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     VsriovVFConfig def;
 
     config_defaults(&def);
-    if (vf_config_diff(&old, &def)) {
+    if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
         vf_configure(vpf, i, &def);
     }
     vpf->vfcfg[i] = def;
@@ -395,6 +417,7 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
     vpf->vfcfg_cap = offset;
     vpf->vfcfg = g_new0(VsriovVFConfig, vpf->num_vfs);
     vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
+    vpf->vfcfg_unsure = g_new0(bool, vpf->num_vfs);
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         config_defaults(&vpf->vfcfg[i]);
         vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
@@ -405,6 +428,8 @@ void vsriov_vfcfg_exit(VsriovPF *vpf)
 {
     g_free(vpf->vfcfg);
     g_free(vpf->vf_pool_mac);
+    g_free(vpf->vfcfg_unsure);
+    vpf->vfcfg_unsure = NULL;
     vpf->vfcfg = NULL;
     vpf->vf_pool_mac = NULL;
     vpf->vfcfg_cap = 0;

@@ -48,6 +48,7 @@
 #define VSRIOV_VFCFG_S_EIO              5
 #define VSRIOV_VFCFG_S_EINVAL           22
 #define VSRIOV_VFCFG_S_EOPNOTSUPP       95
+#define VSRIOV_VFCFG_S_ETIMEDOUT        110
 
 /* GET_CONFIG result / SET_* arguments, offsets in DATA */
 #define VSRIOV_VFCFG_CFG_MAC            0       /* 6 bytes */

@@ -44,6 +44,7 @@ typedef struct VsriovVFConfig {
 #define VSRIOV_VF_CFG_TRUST         (1u << 3)
 #define VSRIOV_VF_CFG_LINK_STATE    (1u << 4)
 #define VSRIOV_VF_CFG_RATE          (1u << 5)   /* min and max */
+#define VSRIOV_VF_CFG_ALL           0x3fu
 
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 
@@ -71,11 +72,15 @@ struct VsriovPoolClass {
     /*
      * Optional: apply a VF's administrative configuration (what the guest
      * set through the PF) to the datapath behind @nc.  Without it, the
-     * configuration is recorded and reported only.
+     * configuration is recorded and reported only.  Returns 0, or a
+     * negative errno with @errp set: -EPERM (or -EADDRINUSE, a MAC taken)
+     * the provider's policy refuses it, -EINVAL a value the provider
+     * cannot take, -ETIMEDOUT the provider did not answer in time, any
+     * other: it could not apply it.
      */
-    bool (*configure)(VsriovPool *pool, NetClientState *nc,
-                      const VsriovVFConfig *cfg, uint32_t changed,
-                      Error **errp);
+    int (*configure)(VsriovPool *pool, NetClientState *nc,
+                     const VsriovVFConfig *cfg, uint32_t changed,
+                     Error **errp);
     /*
      * Optional: the MAC address the provider gave the backend it handed
      * out as netdev @id (a host daemon's for its VF), which the VF then
@@ -124,6 +129,8 @@ typedef struct VsriovPF {
     uint16_t vfcfg_cap;     /* the VF-configuration VSEC (vfcfg.c) */
     VsriovVFConfig *vfcfg;  /* per VF */
     MACAddr *vf_pool_mac;   /* per VF: its MAC before the guest set one */
+    bool *vfcfg_unsure;     /* per VF: the provider timed out, and may have
+                               applied what QEMU took as not done */
     Error *migration_blocker;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;

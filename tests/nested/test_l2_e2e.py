@@ -14,7 +14,8 @@ and from OVS's own counters, that the switch does what the guest asked:
 same VLAN passes, other VLANs do not, a forged source MAC is dropped (and
 counted) while the pod's real traffic passes, max_tx_rate caps a stream,
 link state disable/enable, a daemon restart does not stop a stream, a
-second VM of another tenant on the same switch is isolated and cannot join
+stuck daemon makes a VF command time out (ETIMEDOUT) and QEMU catches up
+with what the daemon applied late, a second VM of another tenant on the same switch is isolated and cannot join
 the first tenant's VLAN, and VFs the guest disables go back to the pool,
 default-deny, claimable again.
 
@@ -186,6 +187,34 @@ def test_daemon_restart_does_not_stop_a_stream(system):
     vf = PODS["c"][0]
     l2.check(f"ip link set {s.pf_dev} vf {vf} vlan 160")
     assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
+
+
+def test_stuck_daemon_times_out_then_catches_up(system):
+    """A daemon that does not answer (SIGSTOPped): the guest's VF command
+    fails with ETIMEDOUT, not EPERM (nothing was refused), after QEMU's
+    deadline of 5 s.  The daemon applies the request late when it resumes;
+    QEMU, which gave up on it, sends the VF's whole configuration with its
+    next command, so switch and guest agree again."""
+    s = system
+    l1, l2 = s.l1, s.l2
+    vf = PODS["c"][0]
+    assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
+    l1.check("kill -STOP $(cat /tmp/vpd.pid)")
+    try:
+        r = l2.run(f"s=$(date +%s); ip link set {s.pf_dev} vf {vf} vlan 170; "
+                   "rc=$?; echo took $(( $(date +%s) - s )); exit $rc", timeout=120)
+    finally:
+        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
+    assert r.status != 0 and "Connection timed out" in r.stderr, r
+    took = int(re.search(r"took (\d+)", r.stdout).group(1))
+    print(f"VF command with the daemon stopped: failed after {took} s")
+    assert took < 60, r
+    # The late request is applied once the daemon runs again.
+    l1.wait_until(f"ovs-vsctl get Port {vf_port(vf)} tag | grep -qx 170", timeout=60)
+    # The guest (told ETIMEDOUT) says 160 again: QEMU sends everything.
+    l2.check(f"ip link set {s.pf_dev} vf {vf} vlan 160")
+    assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
+    assert "vlan 160" in l2.check(f"ip link show {s.pf_dev} | grep 'vf {vf} '")
 
 
 def test_two_tenants_vms_are_isolated(system):
