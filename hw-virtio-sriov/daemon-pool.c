@@ -74,6 +74,12 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
 #define VPD_TIMEOUT_S       5
 #define VPD_MAX_LATE        16  /* late answers dropped in one transact */
 
+/* What a CLAIM answer says of a VF, besides its handle and descriptor. */
+typedef struct DaemonVF {
+    MACAddr mac;            /* the daemon's MAC for it (zero: none) */
+    bool spoofchk;          /* the daemon checks its source MACs */
+} DaemonVF;
+
 struct VsriovDaemonPool {
     VsriovPool parent_obj;
 
@@ -89,7 +95,7 @@ struct VsriovDaemonPool {
     bool releasing_late;
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
-    MACAddr *macs;          /* the daemon's MAC of each VF (zero: none) */
+    DaemonVF *vfs;          /* what the daemon said of each VF */
     bool netdevs_created;
     int last_errno;         /* why the last transact() failed */
 };
@@ -249,10 +255,10 @@ fail:
 
 /*
  * The HANDLE of each VF attribute of a CLAIM reply, in order, into
- * @handles (@max at most), and its MAC into @macs unless NULL (all zero if
- * it has none): how many, or 0 if the reply is malformed.
+ * @handles (@max at most), and its MAC and spoof check into @vfs unless
+ * NULL (zero if it has none): how many, or 0 if the reply is malformed.
  */
-static uint32_t parse_handles(GByteArray *p, uint32_t *handles, MACAddr *macs,
+static uint32_t parse_handles(GByteArray *p, uint32_t *handles, DaemonVF *vfs,
                               uint32_t max)
 {
     uint32_t found = 0;
@@ -267,8 +273,8 @@ static uint32_t parse_handles(GByteArray *p, uint32_t *handles, MACAddr *macs,
         if (t == VPD_A_VF && found < max) {
             bool has_handle = false;
 
-            if (macs) {
-                memset(&macs[found], 0, sizeof(macs[found]));
+            if (vfs) {
+                memset(&vfs[found], 0, sizeof(vfs[found]));
             }
             for (uint32_t i = o + 4; i + 4 <= o + 4 + l;) {
                 uint16_t it = lduw_le_p(p->data + i);
@@ -280,8 +286,10 @@ static uint32_t parse_handles(GByteArray *p, uint32_t *handles, MACAddr *macs,
                 if (it == VPD_A_HANDLE && il == 4) {
                     handles[found] = ldl_le_p(p->data + i + 4);
                     has_handle = true;
-                } else if (it == VPD_A_MAC && il == 6 && macs) {
-                    memcpy(macs[found].a, p->data + i + 4, 6);
+                } else if (it == VPD_A_MAC && il == 6 && vfs) {
+                    memcpy(vfs[found].mac.a, p->data + i + 4, 6);
+                } else if (it == VPD_A_SPOOFCHK && il == 1 && vfs) {
+                    vfs[found].spoofchk = p->data[i + 4] == 1;
                 }
                 i += 4 + ROUND_UP(il, 4);
             }
@@ -545,7 +553,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     g_autofree char *fd_str = NULL;
     NetClientState *nc;
     uint32_t handle;
-    MACAddr mac;
+    DaemonVF vf;
     int fd = -1, nfds = 0;
     guint i;
 
@@ -565,7 +573,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     if (!reply) {
         return NULL;
     }
-    if (parse_handles(reply, &handle, &mac, 1) != 1) {
+    if (parse_handles(reply, &handle, &vf, 1) != 1) {
         if (nfds) {
             close(fd);
         }
@@ -606,7 +614,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
         return NULL;
     }
     dp->handles[i] = handle;
-    dp->macs[i] = mac;
+    dp->vfs[i] = vf;
     entry(pool, i)->owner = g_strdup(owner);
     trace_vsriov_pool_claim(id, netdev, owner);
     return nc;
@@ -683,18 +691,34 @@ static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
     static const MACAddr zero;
 
-    for (uint32_t i = 0; dp->macs && i < dp->count; i++) {
+    for (uint32_t i = 0; dp->vfs && i < dp->count; i++) {
         g_autofree char *id = entry_netdev(dp, i);
 
         if (!strcmp(id, netdev)) {
-            if (!memcmp(&dp->macs[i], &zero, sizeof(zero))) {
+            if (!memcmp(&dp->vfs[i].mac, &zero, sizeof(zero))) {
                 return false;
             }
-            *mac = dp->macs[i];
+            *mac = dp->vfs[i].mac;
             return true;
         }
     }
     return false;
+}
+
+/* The daemon's defaults for its VF: it checks spoofing when its pool does. */
+static void daemon_backend_config(VsriovPool *pool, const char *netdev,
+                                  VsriovVFConfig *cfg)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    for (uint32_t i = 0; dp->vfs && i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+
+        if (!strcmp(id, netdev)) {
+            cfg->spoofchk = dp->vfs[i].spoofchk;
+            return;
+        }
+    }
 }
 
 static int daemon_configure(VsriovPool *pool, NetClientState *nc,
@@ -782,7 +806,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         /* VFs are claimed one by one when the guest enables them. */
         dp->vhost_fds = g_new(int, dp->count);
         dp->handles = g_new0(uint32_t, dp->count);
-        dp->macs = g_new0(MACAddr, dp->count);
+        dp->vfs = g_new0(DaemonVF, dp->count);
         for (uint32_t i = 0; i < dp->count; i++) {
             VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
 
@@ -802,7 +826,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         dp->vhost_fds[i] = -1;
     }
     dp->handles = g_new0(uint32_t, dp->count);
-    dp->macs = g_new0(MACAddr, dp->count);
+    dp->vfs = g_new0(DaemonVF, dp->count);
     reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
     if (!reply) {
         for (uint32_t i = 0; i < dp->count; i++) {
@@ -811,7 +835,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         return;
     }
     if (nfds != dp->count ||
-        parse_handles(reply, dp->handles, dp->macs, dp->count) != dp->count) {
+        parse_handles(reply, dp->handles, dp->vfs, dp->count) != dp->count) {
         for (int i = 0; i < nfds; i++) {
             close(dp->vhost_fds[i]);
             dp->vhost_fds[i] = -1;
@@ -862,7 +886,7 @@ static void daemon_pool_instance_finalize(Object *obj)
     g_array_unref(dp->late_handles);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
-    g_free(dp->macs);
+    g_free(dp->vfs);
     g_free(dp->socket);
     g_free(dp->pool);
 }
@@ -912,6 +936,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->claim = daemon_claim;
     pc->release = daemon_release;
     pc->configure = daemon_configure;
+    pc->backend_config = daemon_backend_config;
     pc->backend_mac = daemon_backend_mac;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
 

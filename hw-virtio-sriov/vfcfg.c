@@ -56,11 +56,17 @@ static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
     return vsriov_vf_net(vpf->vfs[i]);
 }
 
-static void config_defaults(VsriovVFConfig *c)
+/* VF @i's configuration before the guest sets any: its provider's. */
+static void config_defaults(VsriovPF *vpf, uint16_t i, VsriovVFConfig *c)
 {
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
     memset(c, 0, sizeof(*c));
     c->vlan_proto = ETH_P_8021Q;
     c->link_state = VSRIOV_VFCFG_LINK_AUTO;
+    if (pc->backend_config && vpf->backends[i]) {
+        pc->backend_config(vpf->pool, vpf->backends[i]->name, c);
+    }
 }
 
 /* Put the VF's MAC in its config space and tell a bound driver. */
@@ -191,8 +197,11 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     VsriovVFConfig old = vpf->vfcfg[i];
     VsriovVFConfig def;
 
-    config_defaults(&def);
-    if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
+    config_defaults(vpf, i, &def);
+    if (vpf->pool->lazy) {
+        /* a VF that comes has a fresh backend, one that went has none */
+        vpf->vfcfg_unsure[i] = false;
+    } else if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
         vf_configure(vpf, i, &def);
     }
     vpf->vfcfg[i] = def;
@@ -419,7 +428,7 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
     vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
     vpf->vfcfg_unsure = g_new0(bool, vpf->num_vfs);
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
-        config_defaults(&vpf->vfcfg[i]);
+        config_defaults(vpf, i, &vpf->vfcfg[i]);
         vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
     }
 }

@@ -88,6 +88,14 @@ struct VsriovPoolClass {
      */
     bool (*backend_mac)(VsriovPool *pool, const char *id, MACAddr *mac);
     /*
+     * Optional: where the provider's defaults for the VF of netdev @id
+     * differ from QEMU's in @cfg (e.g. a daemon that checks spoofing
+     * unless told not to), set them: a VF starts from what its datapath
+     * does, and the guest reads that back.
+     */
+    void (*backend_config)(VsriovPool *pool, const char *id,
+                           VsriovVFConfig *cfg);
+    /*
      * Optional: why the backends the pool names are not all usable now,
      * e.g. "netdev 'vf9' does not exist", or NULL if they are.  Free it
      * with g_free().

@@ -57,6 +57,11 @@ def test_guest_creates_vfs_and_pods(system):
     l1, l2 = s.l1, s.l2
     assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_totalvfs").strip() == "4"
     s.enable_vfs(4)
+    # The guest reads back what the switch does: the daemon's pool checks
+    # source MACs unless told not to.
+    vfs = [line for line in l2.check(f"ip link show {s.pf_dev}").splitlines()
+           if line.strip().startswith("vf ")]
+    assert len(vfs) == 4 and all("spoof checking on" in v for v in vfs), vfs
     for pod, (vf, mac, vlan, ip) in PODS.items():
         s.add_pod(pod, vf, mac, vlan, ip)
     # The daemon programmed each VF's switch port as the guest asked (and
