@@ -164,7 +164,15 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
  * vhost-vdpa, shared RAM for a VA-mode device, a memlock limit that lets a
  * PA-mode device pin it.
  */
+#ifdef CONFIG_VHOST_VDPA
 bool vsriov_check_backend_memory(NetClientState *nc, Error **errp);
+#else
+static inline bool vsriov_check_backend_memory(NetClientState *nc,
+                                               Error **errp)
+{
+    return true;    /* no vhost-vdpa backend to check */
+}
+#endif
 
 /* The VF-configuration channel (vfcfg.c). */
 void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
