@@ -116,6 +116,21 @@ elif cmd == "ovs-hold":
     c.set_attrs(h0, link_state=2)
     print("DISABLED", flush=True)
     wait_for("/tmp/ovs.never")
+elif cmd == "claim-a":
+    c = vpd.Client("/run/vpd/api.sock", timeout=120)  # OVS takes its deadline
+    t0 = time.monotonic()
+    try:
+        c.claim("a", 1, owner="vm-hung")
+        print("CLAIMED", round(time.monotonic() - t0, 1), flush=True)
+    except vpd.DaemonError as e:
+        print("REFUSED", e.errno, round(time.monotonic() - t0, 1), e.message, flush=True)
+    wait_for("/tmp/ovs.never")
+elif cmd == "timed":
+    import json
+    t0 = time.monotonic()
+    vfs = c.query() if sys.argv[2] == "query" else c.status()
+    print(round(time.monotonic() - t0, 3),
+          json.dumps(sorted({f for v in vfs for f in v.get("FLOWS", [])})))
 elif cmd == "claim-b":
     try:
         c.claim("b", 1)
@@ -443,6 +458,36 @@ def test_daemon_ovs_ports_and_flows(l1host):
     assert flows(l1host) == claimed
     assert "OVS: flows restored after ovs-vswitchd came back" in \
         l1host.check("cat /scratch/vpd.log")
+
+    # ovs-vswitchd hangs (SIGSTOP) while a client claims a VF: that claim
+    # waits for OVS and fails after OVS's deadline, but the API does not
+    # wait with it: another client's QUERY is answered at once, and STATUS
+    # within its wait for the flows, saying they are unknown.  Once OVS
+    # runs again, the bridge holds what the claims say.
+    pid = l1host.check("cat /var/run/openvswitch/ovs-vswitchd.pid").strip()
+    l1host.check(f"kill -STOP {pid}")
+    try:
+        l1host.check("setsid python3 /tmp/vpd-client.py claim-a > /scratch/claim-a.out 2>&1 "
+                     "< /dev/null & echo $! > /tmp/claim-a.pid")
+        # The claim is under way: the pool has the VF claimed, OVS not yet.
+        l1host.wait_until("python3 /tmp/vpd-client.py owners a | grep -q vm-hung",
+                          timeout=30)
+        took, _ = l1host.check("python3 /tmp/vpd-client.py timed query").split(" ", 1)
+        st_took, st_flows = l1host.check("python3 /tmp/vpd-client.py timed status"
+                                         ).split(" ", 1)
+        print(f"OVS hung: QUERY answered in {took} s, STATUS in {st_took} s")
+        assert float(took) < 1, took
+        assert float(st_took) < 5, st_took
+        assert any(f.startswith("unknown: ") for f in json.loads(st_flows)), st_flows
+        l1host.wait_until("grep -q -e REFUSED -e CLAIMED /scratch/claim-a.out", timeout=60)
+    finally:
+        l1host.check(f"kill -CONT {pid}")
+    out = l1host.check("cat /scratch/claim-a.out")
+    assert out.startswith("REFUSED 5 "), out    # EIO: OVS did not apply it
+    l1host.wait_until(f"test \"$(ovs-ofctl --no-stats --no-names dump-flows br-vpd | "
+                      f"grep -c cookie=)\" = {len(claimed)}", timeout=60)
+    assert flows(l1host) == claimed
+    l1host.check("kill $(cat /tmp/claim-a.pid)")
 
     # VF 0's link disabled: its traffic is dropped again; VF 1's is not.
     l1host.check("touch /tmp/ovs.disable")

@@ -25,6 +25,7 @@
  */
 #include "config.h"
 #include "ovs.h"
+#include "ovsworker.h"
 #include "pool.h"
 #include "proc.h"
 #include "provision.h"
@@ -53,27 +54,16 @@ static gboolean quit(gpointer loop)
 	return G_SOURCE_CONTINUE;
 }
 
-static bool apply_ovs(struct vpd_entry *e, void *ovs, GError **error)
+/* The server's datapath: OVS, through the worker thread (ovsworker.h). */
+static void apply_ovs(const struct vpd_entry *e, void *worker, vpd_applied_fn done,
+		      void *opaque)
 {
-	return vpd_ovs_apply(ovs, e, error);
+	vpd_ovs_worker_apply(worker, e, done, opaque);
 }
 
-static GPtrArray *flows_ovs(const struct vpd_entry *e, void *ovs, GError **error)
+static void flows_ovs(GPtrArray *entries, void *worker, vpd_flows_done_fn done, void *opaque)
 {
-	return vpd_ovs_vf_flows(ovs, e, error);
-}
-
-struct ovs_tick {
-	struct vpd_ovs *ovs;
-	struct vpd_pools *pools;
-};
-
-static gboolean tick_ovs(gpointer data)
-{
-	struct ovs_tick *t = data;
-
-	vpd_ovs_tick(t->ovs, t->pools);
-	return G_SOURCE_CONTINUE;
+	vpd_ovs_worker_flows(worker, entries, done, opaque);
 }
 
 /*
@@ -355,7 +345,7 @@ int main(int argc, char **argv)
 	struct vpd_ovs *ovs = NULL;
 	struct vpd_server_limits limits;
 	const char *failed = "";
-	struct ovs_tick tick;
+	struct vpd_ovs_worker *worker = NULL;
 	GMainLoop *loop;
 	unsigned quarantined;
 	bool socket_given;
@@ -430,11 +420,10 @@ int main(int argc, char **argv)
 	fit_fd_limit(&limits);
 	vpd_server_set_limits(server, &limits);
 	if (ovs) {
-		vpd_server_set_apply(server, apply_ovs, ovs);
-		vpd_server_set_flows(server, flows_ovs, ovs);
-		tick.ovs = ovs;
-		tick.pools = pools;
-		g_timeout_add_seconds(1, tick_ovs, &tick);
+		/* From here on, OVS is the worker thread's. */
+		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);
+		vpd_server_set_apply(server, apply_ovs, worker);
+		vpd_server_set_flows(server, flows_ovs, worker);
 	}
 
 	loop = g_main_loop_new(NULL, FALSE);
@@ -457,6 +446,7 @@ int main(int argc, char **argv)
 out:
 	if (err)
 		fprintf(stderr, "vdpa-pool-daemon: %s%s\n", failed, err->message);
+	vpd_ovs_worker_free(worker);    /* its last answers still go to the server */
 	vpd_server_free(server);
 	vpd_state_close(state);
 	vpd_ovs_free(ovs);

@@ -4,6 +4,7 @@
  * ofconn.h).  Each wait takes at most VPD_OVS_TIMEOUT_MS.
  */
 #include "ofconn.h"
+#include <errno.h>
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -57,14 +58,42 @@ bool vpd_ofconn_send(struct vpd_ofconn *of, const GByteArray *msgs, GError **err
 
 bool vpd_ofconn_closed_by_peer(struct vpd_ofconn *of)
 {
-	struct pollfd pfd = { .fd = of->c.fd, .events = POLLIN };
-	char c;
+	for (;;) {
+		struct pollfd pfd = { .fd = of->c.fd, .events = POLLIN };
+		uint8_t buf[4096];
+		ssize_t n;
 
-	if (of->c.fd < 0 || poll(&pfd, 1, 0) != 1 ||
-	    recv(of->c.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 0)
-		return false;
-	vpd_conn_close(&of->c);
-	return true;
+		if (of->c.fd < 0 || poll(&pfd, 1, 0) != 1)
+			return false;
+		n = recv(of->c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return false;
+		if (n <= 0) {
+			vpd_conn_close(&of->c);
+			return true;
+		}
+		g_byte_array_append(of->c.in, buf, n);
+		/* Whole messages: echo requests answered, the rest (late replies) dropped. */
+		while (of->c.in->len >= 8) {
+			const uint8_t *m = of->c.in->data;
+			guint len = vpd_of_get16(m + 2);
+
+			if (len < 8) {
+				vpd_conn_close(&of->c);
+				return true;
+			}
+			if (of->c.in->len < len)
+				break;
+			if (m[1] == VPD_OFPT_ECHO_REQUEST) {
+				g_autoptr(GByteArray) r = g_byte_array_new();
+
+				vpd_of_echo_reply(r, m, len);
+				if (!vpd_ofconn_send(of, r, NULL))
+					return true;
+			}
+			g_byte_array_remove_range(of->c.in, 0, len);
+		}
+	}
 }
 
 bool vpd_ofconn_wait(struct vpd_ofconn *of, uint32_t first_xid, uint32_t xid, uint8_t want,

@@ -30,8 +30,11 @@ void vpd_ofconn_clear(struct vpd_ofconn *of);
 /* Connected already, or connect now (hello exchanged: OpenFlow 1.4). */
 bool vpd_ofconn_connect(struct vpd_ofconn *of, GError **error);
 bool vpd_ofconn_send(struct vpd_ofconn *of, const GByteArray *msgs, GError **error);
-/* Whether OVS has closed the connection (it then is closed here too);
- * does not wait. */
+/*
+ * Whether OVS has closed the connection (it then is closed here too);
+ * does not wait.  What OVS sent meanwhile is read: its echo requests are
+ * answered, anything else dropped.
+ */
 bool vpd_ofconn_closed_by_peer(struct vpd_ofconn *of);
 
 typedef bool (*vpd_of_msg_fn)(const uint8_t *msg, guint len, void *opaque);

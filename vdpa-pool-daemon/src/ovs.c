@@ -15,13 +15,19 @@
 
 #include <string.h>
 
+/*
+ * The tables below know a VF by its handle, not by its entry: what they
+ * are given may be a copy of the daemon's entries (ovsworker.h).
+ */
+#define KEY(e) GUINT_TO_POINTER((e)->handle + 1)
+
 struct vpd_ovs {
 	const struct vpd_config *cfg;
 	struct vpd_ovsdb db;
 	struct vpd_ofconn of; /* the bridge's OpenFlow management socket */
-	GHashTable *rows;  /* entry -> the OVSDB update last committed for it */
-	GHashTable *open;  /* entries whose allow flow OVS holds */
-	GHashTable *dirty; /* entries whose last change failed: to do again */
+	GHashTable *rows;  /* KEY -> the OVSDB update last committed for it */
+	GHashTable *open;  /* KEYs of entries whose allow flow OVS holds */
+	GHashTable *dirty; /* KEYs of entries whose last change failed: to do again */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 };
@@ -486,16 +492,16 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
 				    "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
 	update_ops(ops, e, vpd_vf_ofport(pfi, e->vf));
-	last = g_hash_table_lookup(o->rows, e);
+	last = g_hash_table_lookup(o->rows, KEY(e));
 	db = !last || strcmp(last, ops->str);
-	g_hash_table_remove(o->rows, e);
+	g_hash_table_remove(o->rows, KEY(e));
 	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);  /* deletion first */
 	n = vpd_vf_flows(e, pfi, f);
 	for (unsigned j = 1; j < n; j++)   /* f[0], the deny flow, stays */
 		add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
-	opening = n == 2 && !g_hash_table_contains(o->open, e) && db;
-	closing = n == 1 && g_hash_table_contains(o->open, e);
-	g_hash_table_remove(o->open, e);  /* unknown until committed */
+	opening = n == 2 && !g_hash_table_contains(o->open, KEY(e)) && db;
+	closing = n == 1 && g_hash_table_contains(o->open, KEY(e));
+	g_hash_table_remove(o->open, KEY(e));  /* unknown until committed */
 
 	if (opening)  /* also: the new configuration's number */
 		g_string_append(ops, ",{\"op\":\"mutate\",\"table\":\"Open_vSwitch\","
@@ -557,9 +563,9 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 					   NULL, error))
 		return false;
 	if (db)
-		g_hash_table_insert(o->rows, e, g_string_free(g_steal_pointer(&ops), FALSE));
+		g_hash_table_insert(o->rows, KEY(e), g_string_free(g_steal_pointer(&ops), FALSE));
 	if (n == 2)
-		g_hash_table_add(o->open, e);
+		g_hash_table_add(o->open, KEY(e));
 	g_debug("VF %u of pool '%s': %s and flows committed in %.2f ms", e->vf, e->pool->name,
 		db ? "port" : "(port unchanged)", (g_get_monotonic_time() - t0) / 1000.0);
 	return true;
@@ -568,18 +574,28 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
 	if (!apply(o, e, error)) {
-		g_hash_table_add(o->dirty, e);
+		g_hash_table_add(o->dirty, KEY(e));
 		return false;
 	}
-	g_hash_table_remove(o->dirty, e);
+	g_hash_table_remove(o->dirty, KEY(e));
 	return true;
+}
+
+void vpd_ovs_set_dirty(struct vpd_ovs *o, const struct vpd_entry *e)
+{
+	g_hash_table_add(o->dirty, KEY(e));
+}
+
+void vpd_ovs_idle(struct vpd_ovs *o)
+{
+	vpd_ovsdb_idle(&o->db);
 }
 
 void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 {
 	g_autoptr(GError) err = NULL;
 	GHashTableIter it;
-	gpointer e;
+	gpointer key;
 
 	/* ovs-vswitchd closes our connection when it stops. */
 	if (vpd_ofconn_closed_by_peer(&o->of))
@@ -597,10 +613,16 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 		return;
 	}
 	g_hash_table_iter_init(&it, o->dirty);
-	while (g_hash_table_iter_next(&it, &e, NULL)) {
-		struct vpd_entry *entry = e;
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		unsigned handle = GPOINTER_TO_UINT(key) - 1;
+		struct vpd_entry *entry = handle < pools->entries->len ?
+					  pools->entries->pdata[handle] : NULL;
 		g_autoptr(GError) again = NULL;
 
+		if (!entry) {
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
 		if (apply(o, entry, &again)) {
 			g_message("OVS: VF %u of pool '%s' is as it should be again", entry->vf,
 				  entry->pool->name);

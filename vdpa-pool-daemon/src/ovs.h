@@ -40,13 +40,21 @@ void vpd_ovs_free(struct vpd_ovs *o);
  * VFs' traffic (the bundle is atomic).
  */
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error);
-/* One VF's port and flows after its claim or attributes changed. */
+/*
+ * One VF's port and flows after its claim or attributes changed.  The
+ * functions here know a VF by its handle: e may be a copy of the entry.
+ */
 bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error);
 /*
  * Call every second: when ovs-vswitchd has restarted (it forgets flows),
  * everything is synced again; a VF whose last change failed is tried again.
+ * OVS's keep-alive requests (echo) that came meanwhile are answered.
  */
 void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
+/* A change of e not made (it waited too long): vpd_ovs_tick() makes it. */
+void vpd_ovs_set_dirty(struct vpd_ovs *o, const struct vpd_entry *e);
+/* While nothing is asked of OVS: answer its keep-alive requests (echo). */
+void vpd_ovs_idle(struct vpd_ovs *o);
 /*
  * The VF's flows as OVS holds them, one line each in ovs-ofctl's words with
  * OVS's packet and byte counters; a flow the daemon expects that OVS does

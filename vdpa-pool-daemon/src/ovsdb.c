@@ -5,7 +5,11 @@
  */
 #include "ovsdb.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 
 void vpd_ovsdb_init(struct vpd_ovsdb *db, const char *path)
 {
@@ -131,6 +135,44 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 		}
 		vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA, "OVSDB's reply has no result");
 		return NULL;
+	}
+}
+
+void vpd_ovsdb_idle(struct vpd_ovsdb *db)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = db->c.fd, .events = POLLIN };
+		uint8_t buf[4096];
+		ssize_t n;
+
+		if (db->c.fd < 0 || poll(&pfd, 1, 0) != 1)
+			return;
+		n = recv(db->c.fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			vpd_conn_close(&db->c);  /* the next request connects again */
+			return;
+		}
+		g_byte_array_append(db->c.in, buf, n);
+		for (;;) {
+			gssize span = vpd_json_span((char *)db->c.in->data, db->c.in->len);
+			g_autoptr(vpd_json) msg = NULL;
+			const struct vpd_json *method;
+
+			if (span < 0) {
+				vpd_conn_close(&db->c);
+				return;
+			}
+			if (span == 0)
+				break;
+			msg = vpd_json_parse((char *)db->c.in->data, span, NULL);
+			g_byte_array_remove_range(db->c.in, 0, span);
+			method = vpd_json_get(msg, "method");
+			if (method && method->type == VPD_JSON_STRING && !strcmp(method->str, "echo") &&
+			    !answer_echo(db, vpd_json_get(msg, "id"), NULL))
+				return;
+		}
 	}
 }
 

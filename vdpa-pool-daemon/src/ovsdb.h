@@ -31,6 +31,12 @@ bool vpd_ovsdb_send(struct vpd_ovsdb *db, const char *ops, unsigned *id, GError 
 struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **error);
 /* Both. */
 struct vpd_json *vpd_ovsdb_transact(struct vpd_ovsdb *db, const char *ops, GError **error);
+/*
+ * While no request waits: read what ovsdb-server sent, answering its echo
+ * requests (its keep-alive; unanswered, it drops the connection) and
+ * dropping the rest.  Does not wait.
+ */
+void vpd_ovsdb_idle(struct vpd_ovsdb *db);
 /* The "count" of operation i of a transaction's result (-1: none). */
 int vpd_ovsdb_count(const struct vpd_json *result, unsigned i);
 

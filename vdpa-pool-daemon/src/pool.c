@@ -95,6 +95,27 @@ struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg)
 	return pools;
 }
 
+struct vpd_entry *vpd_entry_copy(const struct vpd_entry *e)
+{
+	struct vpd_entry *c = g_memdup2(e, sizeof(*e));
+
+	c->owner = g_strdup(e->owner);
+	c->vdpa_dev = g_strdup(e->vdpa_dev);
+	c->vhost_path = g_strdup(e->vhost_path);
+	c->rep = g_strdup(e->rep);
+	return c;
+}
+
+struct vpd_pools *vpd_pools_copy(const GPtrArray *entries)
+{
+	struct vpd_pools *c = g_new0(struct vpd_pools, 1);
+
+	c->entries = g_ptr_array_new_full(entries->len, entry_free);
+	for (unsigned i = 0; i < entries->len; i++)
+		g_ptr_array_add(c->entries, vpd_entry_copy(entries->pdata[i]));
+	return c;
+}
+
 void vpd_pools_free(struct vpd_pools *pools)
 {
 	if (!pools)

@@ -69,6 +69,14 @@ struct vpd_pools {
 
 struct vpd_pools *vpd_pools_new(const struct vpd_config *cfg);
 void vpd_pools_free(struct vpd_pools *pools);
+/*
+ * Copies of entries (their strings too) for another thread, which may
+ * change them: the OVS side's (ovsworker.h).  A copy keeps its entry's
+ * handle; a copy of all of a vpd_pools' entries has each at its handle's
+ * index, as they are.
+ */
+struct vpd_entry *vpd_entry_copy(const struct vpd_entry *e);
+struct vpd_pools *vpd_pools_copy(const GPtrArray *entries);
 
 /*
  * Claim n free VFs of pool (neither claimed nor quarantined) for a client,

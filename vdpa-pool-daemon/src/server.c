@@ -45,6 +45,7 @@ struct client {
 	GQueue out;                     /* struct out_msg *, oldest first */
 	gint64 last_in;                 /* monotonic: when it last sent bytes */
 	gint64 out_since;               /* monotonic: when the oldest reply was queued */
+	bool pending;                   /* a request waits for the datapath: no other is read */
 };
 
 /* At most one log line per interval for what a hostile client can repeat. */
@@ -73,6 +74,7 @@ struct vpd_server {
 	void *apply_opaque;
 	vpd_flows_fn flows;
 	void *flows_opaque;
+	GPtrArray *status_flows;        /* during one STATUS: each entry's flows, by handle */
 	char *flows_failed;             /* during one STATUS: why OVS could not say */
 	struct ratelimit refused_log, fds_log;
 };
@@ -132,20 +134,49 @@ static bool save(struct vpd_server *s, const struct vpd_entry *e)
 	return true;
 }
 
-static bool apply(struct vpd_server *s, struct vpd_entry *e, GError **error)
+/* Ask the datapath for e's change; done comes later, or at once. */
+static void apply(struct vpd_server *s, struct vpd_entry *e, vpd_applied_fn done,
+		  void *opaque)
 {
-	return !s->apply || s->apply(e, s->apply_opaque, error);
+	if (s->apply)
+		s->apply(e, s->apply_opaque, done, opaque);
+	else
+		done(NULL, opaque);
 }
 
-/* Back to the pool (attributes to defaults), its datapath to default-deny. */
+/* A change of the datapath that nobody waits for: a failure is logged. */
+struct unwaited {
+	const struct vpd_entry *e;      /* the server's, which outlive it */
+	const char *what;
+};
+
+static void unwaited_applied(const GError *error, void *opaque)
+{
+	struct unwaited *u = opaque;
+
+	if (error)
+		g_warning("VF %u of pool '%s': %s failed (tried again each second): %s",
+			  u->e->vf, u->e->pool->name, u->what, error->message);
+	g_free(u);
+}
+
+static void apply_unwaited(struct vpd_server *s, struct vpd_entry *e, const char *what)
+{
+	struct unwaited *u = g_new0(struct unwaited, 1);
+
+	u->e = e;
+	u->what = what;
+	apply(s, e, unwaited_applied, u);
+}
+
+/*
+ * Back to the pool (attributes to defaults), its datapath to default-deny
+ * (asked now, done in order before any later claim of it opens it again).
+ */
 static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t client)
 {
-	g_autoptr(GError) err = NULL;
-
 	vpd_pools_release(s->pools, e, client, NULL);
-	if (!apply(s, e, &err))
-		g_warning("VF %u of pool '%s': resetting its datapath failed: %s", e->vf,
-			  e->pool->name, err->message);
+	apply_unwaited(s, e, "resetting its datapath");
 	save(s, e);
 }
 
@@ -315,15 +346,12 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 		vpd_put_str(b, VPD_A_VHOST_PATH, e->vhost_path);
 	if (status && e->rep)
 		vpd_put_str(b, VPD_A_PORT, e->rep);
-	if (status && s->flows && !s->flows_failed) {
-		g_autoptr(GError) err = NULL;
-		g_autoptr(GPtrArray) flows = s->flows(e, s->flows_opaque, &err);
+	if (status && s->status_flows && !s->flows_failed) {
+		GPtrArray *flows = e->handle < s->status_flows->len ?
+				   s->status_flows->pdata[e->handle] : NULL;
 
 		for (unsigned i = 0; flows && i < flows->len; i++)
 			vpd_put_str(b, VPD_A_FLOW, flows->pdata[i]);
-		/* Once the datapath fails, the other VFs of this STATUS are not asked. */
-		if (!flows)
-			s->flows_failed = g_strdup_printf("unknown: %s", err->message);
 	}
 	if (status && s->flows_failed)
 		vpd_put_str(b, VPD_A_FLOW, s->flows_failed);
@@ -341,6 +369,109 @@ static struct vpd_entry *entry_of(struct vpd_server *s, const struct vpd_msg *m)
 	return s->pools->entries->pdata[h];
 }
 
+static struct client *client_of(struct vpd_server *s, uint64_t id)
+{
+	return g_hash_table_lookup(s->clients, &id);
+}
+
+static bool client_process(struct client *c);
+static void client_watch(struct client *c);
+static void client_gone(struct client *c);
+
+/*
+ * The answer to c's pending request has been queued (ok: and the
+ * connection is fine).  Inside the request's own handling (the datapath
+ * answered at once), its caller goes on; later, c's next requests are
+ * read now.
+ */
+static bool client_answered(struct client *c, bool ok, bool in_request)
+{
+	c->pending = false;
+	if (in_request)
+		return ok;
+	if (!ok || !client_process(c))
+		client_gone(c);
+	else
+		client_watch(c);
+	return ok;
+}
+
+/* A CLAIM whose VFs' datapath is being opened. */
+struct claim_op {
+	struct vpd_server *s;
+	uint64_t client;
+	uint32_t seq;
+	GPtrArray *got;         /* the entries claimed (the server's) */
+	int fds[MAX_FDS];       /* their vhost-vdpa devices, open */
+	char *pool, *owner;
+	pid_t pid;
+	uid_t uid;
+	unsigned left;          /* answers of the datapath still to come */
+	unsigned answers;       /* answers of the datapath so far */
+	GError *error;          /* its first failure */
+	unsigned failed;        /* which VF failed */
+};
+
+static bool claim_finish(struct claim_op *op, bool in_request)
+{
+	struct vpd_server *s = op->s;
+	struct client *c = client_of(s, op->client);
+	unsigned n = op->got->len;
+	bool ok = true;
+
+	if (op->error) {
+		const struct vpd_entry *bad = op->got->pdata[op->failed];
+		g_autofree char *msg = g_strdup_printf("VF %u of pool '%s': %s", bad->vf,
+						       op->pool, op->error->message);
+
+		/* Back to default-deny, those still this client's (it may have gone). */
+		for (unsigned j = 0; j < n; j++) {
+			struct vpd_entry *e = op->got->pdata[j];
+
+			if (e->claimed && e->client == op->client)
+				release_entry(s, e, op->client);
+		}
+		g_warning("claim refused: %s", msg);
+		if (c)
+			ok = send_error(c, op->seq, EIO, msg);
+	} else if (c) {
+		struct vpd_builder b;
+		g_autoptr(GBytes) reply = NULL;
+
+		for (unsigned j = 0; j < n; j++)
+			save(s, op->got->pdata[j]);
+		vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
+		for (unsigned j = 0; j < n; j++)
+			put_vf(s, &b, op->got->pdata[j], false);
+		reply = vpd_builder_finish(&b);
+		ok = send_all(c, reply, op->fds, n);
+		g_message("pool '%s': %u VF(s) claimed by '%s' (pid %d uid %u)", op->pool, n,
+			  op->owner, op->pid, op->uid);
+	}
+	/* (a client gone meanwhile had its VFs released by client_gone) */
+	for (unsigned j = 0; j < n; j++)
+		close(op->fds[j]);
+	g_ptr_array_unref(op->got);
+	g_clear_error(&op->error);
+	g_free(op->pool);
+	g_free(op->owner);
+	g_free(op);
+	return c ? client_answered(c, ok, in_request) : true;
+}
+
+static void claim_applied(const GError *error, void *opaque)
+{
+	struct claim_op *op = opaque;
+
+	if (error && !op->error) {
+		op->error = g_error_copy(error);
+		op->failed = op->answers;  /* the answers come in the order asked */
+	}
+	op->answers++;
+	if (--op->left == 0)
+		claim_finish(op, false);
+}
+
 static bool do_claim(struct client *c, const struct vpd_msg *m)
 {
 	struct vpd_server *s = c->s;
@@ -348,12 +479,10 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 	const char *owner = vpd_attr_str(vpd_msg_get(m, VPD_A_OWNER));
 	g_autoptr(GPtrArray) got = g_ptr_array_new();
 	g_autoptr(GError) err = NULL;
-	g_autoptr(GBytes) reply = NULL;
+	struct claim_op *op;
 	int fds[MAX_FDS];
-	struct vpd_builder b;
 	uint32_t n;
 	unsigned i;
-	bool ok;
 
 	if (!pool || !vpd_attr_u32(vpd_msg_get(m, VPD_A_COUNT), &n))
 		return send_error(c, m->seq, EINVAL, "CLAIM needs POOL and COUNT");
@@ -399,36 +528,24 @@ retry:
 			return send_error(c, m->seq, ENODEV, msg);
 		}
 	}
-	/* Their datapath opens (flows of a claimed VF), all or none. */
-	for (i = 0; i < got->len; i++) {
-		if (!apply(s, got->pdata[i], &err)) {
-			g_autofree char *msg = g_strdup_printf("VF %u of pool '%s': %s",
-				((struct vpd_entry *)got->pdata[i])->vf, pool, err->message);
-
-			/* Those applied go back to default-deny; the rest never opened. */
-			for (unsigned j = 0; j < got->len; j++) {
-				close(fds[j]);
-				if (j <= i)
-					release_entry(s, got->pdata[j], c->id);
-				else
-					vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
-			}
-			g_warning("claim refused: %s", msg);
-			return send_error(c, m->seq, EIO, msg);
-		}
-	}
-	for (i = 0; i < got->len; i++)
-		save(s, got->pdata[i]);
-	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
-	for (i = 0; i < got->len; i++)
-		put_vf(s, &b, got->pdata[i], false);
-	reply = vpd_builder_finish(&b);
-	ok = send_all(c, reply, fds, got->len);
-	for (i = 0; i < got->len; i++)
-		close(fds[i]);
-	g_message("pool '%s': %u VF(s) claimed by '%s' (pid %d uid %u)", pool, n,
-		  owner ? owner : "", c->cred.pid, c->cred.uid);
-	return ok;
+	/* Their datapath opens (flows of a claimed VF), all or none: later. */
+	op = g_new0(struct claim_op, 1);
+	op->s = s;
+	op->client = c->id;
+	op->seq = m->seq;
+	op->got = g_steal_pointer(&got);
+	memcpy(op->fds, fds, sizeof(int) * op->got->len);
+	op->pool = g_strdup(pool);
+	op->owner = g_strdup(owner ? owner : "");
+	op->pid = c->cred.pid;
+	op->uid = c->cred.uid;
+	op->left = op->got->len + 1;    /* + 1: until all are asked */
+	c->pending = true;
+	for (i = 0; i < op->got->len; i++)
+		apply(s, op->got->pdata[i], claim_applied, op);
+	if (--op->left == 0)
+		return claim_finish(op, true);
+	return true;
 }
 
 static bool do_release(struct client *c, const struct vpd_msg *m)
@@ -448,6 +565,61 @@ static bool do_release(struct client *c, const struct vpd_msg *m)
 	return send_all(c, reply, NULL, 0);
 }
 
+/* A SET_ATTRS whose VF's datapath is being changed. */
+struct attrs_op {
+	struct vpd_server *s;
+	uint64_t client;
+	uint32_t seq;
+	struct vpd_entry *e;
+	struct vpd_vf_attrs old;        /* to go back to if the datapath fails */
+	bool in_request;                /* answered from within do_set_attrs */
+	bool answered, ok;
+};
+
+static void attrs_applied(const GError *error, void *opaque)
+{
+	struct attrs_op *op = opaque;
+	struct vpd_server *s = op->s;
+	struct client *c = client_of(s, op->client);
+	struct vpd_entry *e = op->e;
+	bool still = e->claimed && e->client == op->client;
+	bool ok = true;
+
+	if (error) {
+		/* Back to what was, in the datapath too (best effort). */
+		if (still) {
+			e->attrs = op->old;
+			apply_unwaited(s, e, "restoring its datapath");
+		}
+		if (c)
+			ok = send_error(c, op->seq, EIO, error->message);
+	} else if (!still) {
+		if (c)
+			ok = send_error(c, op->seq, EIO, "the VF was released meanwhile");
+	} else {
+		g_autoptr(GBytes) reply = NULL;
+		struct vpd_builder b;
+
+		save(s, e);
+		if (c) {
+			vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
+			put_vf(s, &b, e, false);
+			reply = vpd_builder_finish(&b);
+			ok = send_all(c, reply, NULL, 0);
+		}
+	}
+	if (op->in_request) {
+		op->answered = true;
+		op->ok = ok;
+		if (c)
+			c->pending = false;
+		return;
+	}
+	g_free(op);
+	if (c)
+		client_answered(c, ok, false);
+}
+
 static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 {
 	struct vpd_entry *e = entry_of(c->s, m);
@@ -455,7 +627,7 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 	g_autoptr(GBytes) reply = NULL;
 	const struct vpd_attr_view *v;
 	struct vpd_vf_attrs a, old;
-	struct vpd_builder b;
+	struct attrs_op *op;
 	uint8_t u8;
 
 	if (!e)
@@ -496,41 +668,131 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 		return send_error(c, m->seq, EPERM, "that VF is not claimed by this client");
 	if (!vpd_pools_set_attrs(c->s->pools, e, c->id, &a, &err))
 		return send_error(c, m->seq, pool_errno(err), err->message);
-	if (!apply(c->s, e, &err)) {
-		g_autoptr(GError) again = NULL;
+	op = g_new0(struct attrs_op, 1);
+	op->s = c->s;
+	op->client = c->id;
+	op->seq = m->seq;
+	op->e = e;
+	op->old = old;
+	op->in_request = true;
+	c->pending = true;
+	apply(c->s, e, attrs_applied, op);
+	if (op->answered) {
+		bool ok = op->ok;
 
-		/* Back to what was, in the datapath too (best effort). */
-		e->attrs = old;
-		if (!apply(c->s, e, &again))
-			g_warning("VF %u of pool '%s': restoring its datapath failed: %s", e->vf,
-				  e->pool->name, again->message);
-		return send_error(c, m->seq, EIO, err->message);
+		g_free(op);
+		return ok;
 	}
-	save(c->s, e);
-	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
-	put_vf(c->s, &b, e, false);
-	reply = vpd_builder_finish(&b);
-	return send_all(c, reply, NULL, 0);
+	op->in_request = false;
+	return true;
+}
+
+/* The reply to QUERY (mine) or STATUS (all), each VF's flows as given. */
+static GBytes *query_reply(struct vpd_server *s, uint64_t client, uint32_t seq, bool all,
+			   GPtrArray *flows, const char *unknown)
+{
+	struct vpd_builder b;
+
+	s->status_flows = flows;
+	s->flows_failed = unknown ? g_strdup_printf("unknown: %s", unknown) : NULL;
+	vpd_builder_init(&b, VPD_MSG_REPLY, seq);
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		if (all || (e->claimed && e->client == client))
+			put_vf(s, &b, e, all);
+	}
+	s->status_flows = NULL;
+	g_clear_pointer(&s->flows_failed, g_free);
+	return vpd_builder_finish(&b);
+}
+
+/* A STATUS waiting for the flows (at most VPD_FLOWS_WAIT_MS). */
+struct status_op {
+	struct vpd_server *s;
+	uint64_t client;
+	uint32_t seq;
+	guint timer;
+	unsigned refs;          /* the datapath's answer, the timer, do_query */
+	bool in_request, answered, ok;
+};
+
+static void status_unref(struct status_op *op)
+{
+	if (--op->refs == 0)
+		g_free(op);
+}
+
+static void status_answer(struct status_op *op, GPtrArray *flows, const char *unknown)
+{
+	struct client *c = client_of(op->s, op->client);
+	g_autoptr(GBytes) reply = NULL;
+
+	op->answered = true;
+	if (!c)
+		return;
+	reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
+	op->ok = send_all(c, reply, NULL, 0);
+	if (op->in_request)
+		c->pending = false;
+	else
+		client_answered(c, op->ok, false);
+}
+
+static void status_flows_done(GPtrArray *flows, const GError *error, void *opaque)
+{
+	struct status_op *op = opaque;
+
+	if (!op->answered) {
+		if (op->timer) {
+			g_source_remove(op->timer);
+			op->timer = 0;
+			op->refs--;
+		}
+		status_answer(op, flows, error ? error->message : NULL);
+	}
+	status_unref(op);
+}
+
+static gboolean status_timeout(gpointer data)
+{
+	struct status_op *op = data;
+
+	op->timer = 0;
+	if (!op->answered)
+		status_answer(op, NULL, "OVS did not answer in time");
+	status_unref(op);
+	return G_SOURCE_REMOVE;
 }
 
 static bool do_query(struct client *c, const struct vpd_msg *m, bool all)
 {
 	struct vpd_server *s = c->s;
 	g_autoptr(GBytes) reply = NULL;
-	struct vpd_builder b;
+	struct status_op *op;
+	bool answered, ok;
 
 	if (all && c->cred.uid != 0)
 		return send_error(c, m->seq, EPERM, "STATUS is for root only");
-	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
-	for (unsigned i = 0; i < s->pools->entries->len; i++) {
-		const struct vpd_entry *e = s->pools->entries->pdata[i];
-
-		if (all || (e->claimed && e->client == c->id))
-			put_vf(s, &b, e, all);
+	if (!all || !s->flows) {
+		reply = query_reply(s, c->id, m->seq, all, NULL, NULL);
+		return send_all(c, reply, NULL, 0);
 	}
-	g_clear_pointer(&s->flows_failed, g_free);
-	reply = vpd_builder_finish(&b);
-	return send_all(c, reply, NULL, 0);
+	/* The flows, from OVS: the answer waits for them, never long. */
+	op = g_new0(struct status_op, 1);
+	op->s = s;
+	op->client = c->id;
+	op->seq = m->seq;
+	op->refs = 3;           /* the datapath's answer, the timer, this call */
+	op->in_request = true;
+	c->pending = true;
+	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
+	s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
+	op->in_request = false;
+	answered = op->answered;
+	ok = op->ok;
+	status_unref(op);
+	return answered ? ok : true;
 }
 
 static bool handle(struct client *c, GBytes *bytes)
@@ -579,7 +841,7 @@ static gboolean client_ready(int fd, GIOCondition cond, gpointer data);
  */
 static void client_watch(struct client *c)
 {
-	GIOCondition want = (g_queue_is_empty(&c->out) ? G_IO_IN : G_IO_OUT) |
+	GIOCondition want = (!g_queue_is_empty(&c->out) ? G_IO_OUT : c->pending ? 0 : G_IO_IN) |
 			    G_IO_HUP | G_IO_ERR;
 
 	if (c->src && c->watching == want)
@@ -593,7 +855,7 @@ static void client_watch(struct client *c)
 /* Handle the complete requests received, while their replies go out. */
 static bool client_process(struct client *c)
 {
-	while (g_queue_is_empty(&c->out) && c->in->len >= VPD_HEADER_SIZE) {
+	while (!c->pending && g_queue_is_empty(&c->out) && c->in->len >= VPD_HEADER_SIZE) {
 		g_autoptr(GError) err = NULL;
 		gssize total = vpd_msg_total_len(c->in->data, c->in->len, &err);
 		g_autoptr(GBytes) msg = NULL;
@@ -775,11 +1037,12 @@ static gboolean server_tick(gpointer data)
 			g_message("client pid %d uid %u has not read its reply for %u s; "
 				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
 			g_ptr_array_add(drop, c);
-		} else if (c->in->len && now - c->last_in > io) {
+		} else if (c->in->len && !c->pending && now - c->last_in > io) {
 			g_message("client pid %d uid %u left a request half sent for %u s; "
 				  "dropping it", c->cred.pid, c->cred.uid, l->io_timeout);
 			g_ptr_array_add(drop, c);
-		} else if (idle && g_queue_is_empty(&c->out) && now - c->last_in > idle &&
+		} else if (idle && !c->pending && g_queue_is_empty(&c->out) &&
+			   now - c->last_in > idle &&
 			   !claims_of(s, c->id)) {
 			g_debug("client pid %d uid %u idle for %u s, holding no VF: closing",
 				c->cred.pid, c->cred.uid, l->idle_timeout);

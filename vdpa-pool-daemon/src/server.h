@@ -23,18 +23,28 @@ struct vpd_server;
 /*
  * What the server asks of the datapath when a VF changes: claimed (with
  * its attributes), its attributes set, released (e->claimed is false,
- * its attributes are the defaults).  Returning false refuses a
- * claim or a change, which the server then undoes and answers with error;
- * a release happens regardless (and is logged).  The VF's attributes are
- * e->attrs.
+ * its attributes are the defaults).  The datapath answers later, in the
+ * loop's thread, by calling done (error NULL: done; else the change was
+ * not made), in the order the changes were asked; it may also answer at
+ * once, from within the call.  An error refuses a claim or a change,
+ * which the server then undoes and answers with the error; a release
+ * happens regardless (and is logged).  The VF's attributes are e->attrs
+ * as they are at the call (the datapath keeps a copy).
  */
-typedef bool (*vpd_apply_fn)(struct vpd_entry *e, void *opaque, GError **error);
+typedef void (*vpd_applied_fn)(const GError *error, void *opaque);
+typedef void (*vpd_apply_fn)(const struct vpd_entry *e, void *opaque, vpd_applied_fn done,
+			     void *done_opaque);
 
 /*
- * What STATUS lists as a VF's flows (strings), or NULL with error when the
- * datapath cannot say; unset, STATUS lists none.
+ * What STATUS lists as each VF's flows: done gets, for each of entries in
+ * order, a GPtrArray of strings, or NULL and an error when the datapath
+ * cannot say.  Unset, STATUS lists none; when done has not come within
+ * VPD_FLOWS_WAIT_MS, STATUS says the flows are unknown.
  */
-typedef GPtrArray *(*vpd_flows_fn)(const struct vpd_entry *e, void *opaque, GError **error);
+#define VPD_FLOWS_WAIT_MS 2000
+typedef void (*vpd_flows_done_fn)(GPtrArray *per_entry, const GError *error, void *opaque);
+typedef void (*vpd_flows_fn)(GPtrArray *entries, void *opaque, vpd_flows_done_fn done,
+			     void *done_opaque);
 
 /*
  * Limits on API connections (docs/daemon-config.md, [daemon]): at most
