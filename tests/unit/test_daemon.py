@@ -46,16 +46,17 @@ def daemon_binary():
 
 
 class Daemon:
-    def __init__(self, d):
+    def __init__(self, d, args=()):
         self.d = d
         self.sock = os.path.join(d, "api.sock")
         self.proc = None
+        self.args = list(args)
 
     def start(self):
         self.log = open(os.path.join(self.d, "daemon.log"), "a")
         self.proc = subprocess.Popen(
             [daemon_binary(), "-c", os.path.join(self.d, "vpd.conf"),
-             "--fake-vhost-dir", os.path.join(self.d, "dev")],
+             "--fake-vhost-dir", os.path.join(self.d, "dev"), *self.args],
             stdout=subprocess.PIPE, stderr=self.log, text=True,
             env=dict(os.environ, **SAN_ENV))
         line = self.proc.stdout.readline()
@@ -76,8 +77,9 @@ class Daemon:
         return vpd.Client(self.sock)
 
 
-def make_daemon(daemon_keys=""):
-    """A started daemon in a fresh folder; daemon_keys go into [daemon]."""
+def make_daemon(daemon_keys="", args=()):
+    """A started daemon in a fresh folder; daemon_keys go into [daemon],
+    args on its command line."""
     # Not pytest's tmp_path: other users must reach the socket (their
     # refusal is the daemon's to give, not the file system's).
     d = tempfile.mkdtemp(prefix="vsriov-vpd-")
@@ -89,7 +91,7 @@ def make_daemon(daemon_keys=""):
                 f.write(f"{pool}-{vf}")
     with open(os.path.join(d, "vpd.conf"), "w") as f:
         f.write(CONFIG.format(d=d).replace("[daemon]\n", "[daemon]\n" + daemon_keys, 1))
-    return Daemon(d).start()
+    return Daemon(d, args).start()
 
 
 def finish_daemon(dm):

@@ -4,7 +4,7 @@
  * hands vhost-vdpa backends to QEMU (docs/daemon-admin.md).
  *
  *   vdpa-pool-daemon [-c FILE] [--socket PATH] [--state PATH]
- *                    [--fake-vhost-dir DIR]
+ *                    [--fake-vhost-dir DIR [--fake-datapath MS[,N]]]
  *
  * At start: load and check the configuration, take the instance locks
  * (STATE.lock and SOCKET.lock: one daemon per state file and socket),
@@ -21,7 +21,8 @@
  * --fake-vhost-dir DIR skips provisioning and serves DIR/POOL-VF files as
  * the pooled VFs' backends: for tests of the API without a kernel.  A
  * process holding an exclusive flock on such a file stands for one that
- * holds the device open.
+ * holds the device open.  --fake-datapath adds a datapath that answers
+ * each change after MS (a slow OVS) and refuses to open VF N.
  */
 #include "config.h"
 #include "ovs.h"
@@ -40,6 +41,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -64,6 +66,76 @@ static void apply_ovs(const struct vpd_entry *e, void *worker, vpd_applied_fn do
 static void flows_ovs(GPtrArray *entries, void *worker, vpd_flows_done_fn done, void *opaque)
 {
 	vpd_ovs_worker_flows(worker, entries, done, opaque);
+}
+
+/*
+ * --fake-datapath, for the API's tests: what a slow OVS does to the server
+ * (each change answered after delay_ms, in order), and one that refuses
+ * to open a VF (a claim of VF fail_vf of any pool).
+ */
+struct fake_datapath {
+	unsigned delay_ms;
+	int fail_vf;
+	unsigned pending;
+};
+
+struct fake_answer {
+	struct fake_datapath *f;
+	vpd_applied_fn done;
+	vpd_flows_done_fn flows_done;
+	GPtrArray *flows;
+	GError *error;
+	void *opaque;
+};
+
+static gboolean fake_answer(gpointer data)
+{
+	struct fake_answer *a = data;
+
+	if (a->done)
+		a->done(a->error, a->opaque);
+	else
+		a->flows_done(a->flows, NULL, a->opaque);
+	a->f->pending--;
+	g_clear_error(&a->error);
+	if (a->flows)
+		g_ptr_array_unref(a->flows);
+	g_free(a);
+	return G_SOURCE_REMOVE;
+}
+
+static void apply_fake(const struct vpd_entry *e, void *fake, vpd_applied_fn done,
+		       void *opaque)
+{
+	struct fake_answer *a = g_new0(struct fake_answer, 1);
+
+	a->f = fake;
+	a->done = done;
+	a->opaque = opaque;
+	if (e->claimed && (int)e->vf == a->f->fail_vf)
+		g_set_error(&a->error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+			    "fake datapath: VF %u does not open", e->vf);
+	a->f->pending++;
+	g_timeout_add(a->f->delay_ms, fake_answer, a);
+}
+
+static void flows_fake(GPtrArray *entries, void *fake, vpd_flows_done_fn done, void *opaque)
+{
+	struct fake_answer *a = g_new0(struct fake_answer, 1);
+
+	a->f = fake;
+	a->flows_done = done;
+	a->opaque = opaque;
+	a->flows = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+	for (unsigned i = 0; i < entries->len; i++) {
+		GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+
+		g_ptr_array_add(lines, g_strdup_printf("fake flow of VF %u",
+						       ((struct vpd_entry *)entries->pdata[i])->vf));
+		g_ptr_array_add(a->flows, lines);
+	}
+	a->f->pending++;
+	g_timeout_add(a->f->delay_ms, fake_answer, a);
 }
 
 /*
@@ -322,6 +394,8 @@ int main(int argc, char **argv)
 	g_autofree char *socket_path = NULL;
 	g_autofree char *state_path = NULL;
 	g_autofree char *fake_dir = NULL;
+	g_autofree char *fake_dp = NULL;
+	struct fake_datapath fake = { .fail_vf = -1 };
 	GOptionEntry options[] = {
 		{ "config", 'c', 0, G_OPTION_ARG_FILENAME, &config_path,
 		  "configuration file (default /etc/vdpa-pool-daemon.conf)", "FILE" },
@@ -331,6 +405,9 @@ int main(int argc, char **argv)
 		  "state file, instead of the configuration's", "PATH" },
 		{ "fake-vhost-dir", 0, 0, G_OPTION_ARG_FILENAME, &fake_dir,
 		  "tests: no provisioning; backends are DIR/POOL-VF", "DIR" },
+		{ "fake-datapath", 0, 0, G_OPTION_ARG_STRING, &fake_dp,
+		  "tests, with --fake-vhost-dir: a datapath that answers each change "
+		  "after MS, and refuses to open VF N of any pool", "MS[,N]" },
 		{ NULL }
 	};
 	g_autoptr(GOptionContext) ctx = g_option_context_new("- vDPA VF pool daemon");
@@ -419,6 +496,15 @@ int main(int argc, char **argv)
 	};
 	fit_fd_limit(&limits);
 	vpd_server_set_limits(server, &limits);
+	if (fake_dir && fake_dp) {
+		char *end;
+
+		fake.delay_ms = strtoul(fake_dp, &end, 10);
+		if (*end == ',')
+			fake.fail_vf = strtol(end + 1, &end, 10);
+		vpd_server_set_apply(server, apply_fake, &fake);
+		vpd_server_set_flows(server, flows_fake, &fake);
+	}
 	if (ovs) {
 		/* From here on, OVS is the worker thread's. */
 		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);
@@ -447,6 +533,8 @@ out:
 	if (err)
 		fprintf(stderr, "vdpa-pool-daemon: %s%s\n", failed, err->message);
 	vpd_ovs_worker_free(worker);    /* its last answers still go to the server */
+	while (fake.pending)
+		g_main_context_iteration(NULL, TRUE);
 	vpd_server_free(server);
 	vpd_state_close(state);
 	vpd_ovs_free(ovs);
