@@ -1,84 +1,146 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * reps: VF representors found by their switch ID and port name in sysfs,
- * and set up (see reps.h).
+ * reps: VF representors found in a devlink port dump of the PF's devlink
+ * instance, and set up (see reps.h).
  */
 #include "reps.h"
 #include "conn.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <linux/devlink.h>
 #include <net/if.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-static char *sysfs_line(const char *dir, const char *name)
-{
-	g_autofree char *path = g_build_filename(dir, name, NULL);
-	char *text = NULL;
-
-	if (!g_file_get_contents(path, &text, NULL, NULL))
-		return NULL;
-	return g_strchomp(text);
-}
-
-/* The switch ID of pf (its netdev, or the first netdev of pci/ADDR). */
-static char *pf_switch_id(const struct vpd_pf *pf, GError **error)
-{
-	g_autofree char *dir = NULL;
-	char *id;
-
-	if (g_str_has_prefix(pf->name, "pci/")) {
-		g_autofree char *nets = g_strdup_printf("/sys/bus/pci/devices/%s/net", pf->name + 4);
-		g_autoptr(GDir) d = g_dir_open(nets, 0, NULL);
-		const char *n = d ? g_dir_read_name(d) : NULL;
-
-		if (!n) {
-			vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
-				     "PF %s has no netdev (its driver is not bound?)", pf->name);
-			return NULL;
-		}
-		dir = g_build_filename(nets, n, NULL);
-	} else {
-		dir = g_strdup_printf("/sys/class/net/%s", pf->name);
-	}
-	id = sysfs_line(dir, "phys_switch_id");
-	if (!id || !*id) {
-		g_free(id);
-		vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
-			     "PF %s has no switch ID: is its eswitch in switchdev mode?", pf->name);
-		return NULL;
-	}
-	return id;
-}
-
 /*
- * Fill rep (by VF index) with the representors of switch switch_id.  (PFs
- * that share one switch, as with a multiport eswitch, are not told apart:
- * their representors' pfM is not reliably the PF's own port name.)
+ * The devlink instance of pf (bus and device name, as "devlink dev"
+ * shows it): its PCI function's, or its netdev's parent device's.
  */
-static void scan_reps(const char *switch_id, GPtrArray *rep)
+static bool pf_devlink(const struct vpd_pf *pf, char **bus, char **dev, GError **error)
 {
-	g_autoptr(GDir) d = g_dir_open("/sys/class/net", 0, NULL);
-	const char *n;
+	g_autofree char *link = g_str_has_prefix(pf->name, "pci/")
+		? g_strdup_printf("/sys/bus/pci/devices/%s", pf->name + 4)
+		: g_strdup_printf("/sys/class/net/%s/device", pf->name);
+	g_autofree char *dir = realpath(link, NULL);
+	g_autofree char *subsys_link = dir ? g_strdup_printf("%s/subsystem", dir) : NULL;
+	g_autofree char *subsys = subsys_link ? realpath(subsys_link, NULL) : NULL;
 
-	while (d && (n = g_dir_read_name(d))) {
-		g_autofree char *dir = g_build_filename("/sys/class/net", n, NULL);
-		g_autofree char *id = sysfs_line(dir, "phys_switch_id");
-		g_autofree char *port = NULL;
-		unsigned pfn, vf;
-		char tail;
+	if (!subsys)
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				    "PF %s: no device found at %s", pf->name, link);
+	*bus = g_path_get_basename(subsys);
+	*dev = g_path_get_basename(dir);
+	return true;
+}
 
-		if (!id || strcmp(id, switch_id))
-			continue;
-		port = sysfs_line(dir, "phys_port_name");
-		if (!port || sscanf(port, "pf%uvf%u%c", &pfn, &vf, &tail) != 2 || vf >= rep->len)
-			continue;
-		g_free(rep->pdata[vf]);
-		rep->pdata[vf] = g_strdup(n);
+struct port_dump {
+	const char *bus, *dev;
+	GPtrArray *rep;         /* by VF number: representor netdev */
+	unsigned ports;         /* of the instance, of any flavour */
+};
+
+bool vpd_devlink_vf_port(struct nlattr **tb, const char *bus, const char *dev,
+			 unsigned *vf, const char **netdev)
+{
+	if (!tb[DEVLINK_ATTR_BUS_NAME] || !tb[DEVLINK_ATTR_DEV_NAME] ||
+	    strcmp(nla_get_string(tb[DEVLINK_ATTR_BUS_NAME]), bus) ||
+	    strcmp(nla_get_string(tb[DEVLINK_ATTR_DEV_NAME]), dev))
+		return false;
+	/* A VF of this host's PF: not another host's (external) nor an SF. */
+	if (!tb[DEVLINK_ATTR_PORT_FLAVOUR] ||
+	    nla_get_u16(tb[DEVLINK_ATTR_PORT_FLAVOUR]) != DEVLINK_PORT_FLAVOUR_PCI_VF ||
+	    (tb[DEVLINK_ATTR_PORT_EXTERNAL] && nla_get_u8(tb[DEVLINK_ATTR_PORT_EXTERNAL])) ||
+	    !tb[DEVLINK_ATTR_PORT_PCI_VF_NUMBER] || !tb[DEVLINK_ATTR_PORT_NETDEV_NAME])
+		return false;
+	*vf = nla_get_u16(tb[DEVLINK_ATTR_PORT_PCI_VF_NUMBER]);
+	*netdev = nla_get_string(tb[DEVLINK_ATTR_PORT_NETDEV_NAME]);
+	return true;
+}
+
+/* One port of a dump: a VF's port of the PF's instance gives its netdev. */
+static int port_cb(struct nl_msg *msg, void *arg)
+{
+	struct port_dump *d = arg;
+	struct nlattr *tb[DEVLINK_ATTR_MAX + 1];
+	const char *netdev;
+	unsigned vf;
+
+	if (vpd_devlink_port_parse(msg, tb) < 0)
+		return NL_SKIP;
+	if (tb[DEVLINK_ATTR_BUS_NAME] && tb[DEVLINK_ATTR_DEV_NAME] &&
+	    !strcmp(nla_get_string(tb[DEVLINK_ATTR_BUS_NAME]), d->bus) &&
+	    !strcmp(nla_get_string(tb[DEVLINK_ATTR_DEV_NAME]), d->dev))
+		d->ports++;
+	if (vpd_devlink_vf_port(tb, d->bus, d->dev, &vf, &netdev) && vf < d->rep->len) {
+		g_free(d->rep->pdata[vf]);
+		d->rep->pdata[vf] = g_strdup(netdev);
 	}
+	return NL_OK;
+}
+
+int vpd_devlink_port_parse(struct nl_msg *msg, struct nlattr **tb)
+{
+	static struct nla_policy policy[DEVLINK_ATTR_MAX + 1] = {
+		[DEVLINK_ATTR_BUS_NAME] = { .type = NLA_NUL_STRING },
+		[DEVLINK_ATTR_DEV_NAME] = { .type = NLA_NUL_STRING },
+		[DEVLINK_ATTR_PORT_FLAVOUR] = { .type = NLA_U16 },
+		[DEVLINK_ATTR_PORT_PCI_VF_NUMBER] = { .type = NLA_U16 },
+		[DEVLINK_ATTR_PORT_EXTERNAL] = { .type = NLA_U8 },
+		[DEVLINK_ATTR_PORT_NETDEV_NAME] = { .type = NLA_NUL_STRING },
+	};
+
+	return genlmsg_parse(nlmsg_hdr(msg), 0, tb, DEVLINK_ATTR_MAX, policy);
+}
+
+struct nl_msg *vpd_msg_port_dump(int family)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (msg && !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0,
+				NLM_F_REQUEST | NLM_F_DUMP, DEVLINK_CMD_PORT_GET,
+				DEVLINK_GENL_VERSION)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+/* Fill rep (by VF number) from a devlink port dump of pf's instance. */
+static bool dump_reps(const struct vpd_pf *pf, const char *bus, const char *dev,
+		      GPtrArray *rep, GError **error)
+{
+	struct port_dump d = { .bus = bus, .dev = dev, .rep = rep };
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_msg *msg = NULL;
+	int family, err = -NLE_NOMEM;
+
+	if (sk && (err = genl_connect(sk)) >= 0 &&
+	    (err = family = genl_ctrl_resolve(sk, DEVLINK_GENL_NAME)) >= 0) {
+		msg = vpd_msg_port_dump(family);
+		err = msg ? nl_send_auto(sk, msg) : -NLE_NOMEM;
+	}
+	if (err >= 0) {
+		nl_socket_modify_cb(sk, NL_CB_VALID, NL_CB_CUSTOM, port_cb, &d);
+		err = nl_recvmsgs_default(sk);
+	}
+	nlmsg_free(msg);
+	if (sk)
+		nl_socket_free(sk);
+	if (err < 0)
+		return vpd_ovs_fail(error, G_IO_ERROR_FAILED, "PF %s: devlink port dump: %s",
+				    pf->name, nl_geterror(err));
+	if (!d.ports)
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
+				    "PF %s: devlink instance %s/%s has no ports: is its eswitch "
+				    "in switchdev mode?", pf->name, bus, dev);
+	return true;
 }
 
 static bool set_up(const char *ifname, GError **error)
@@ -106,7 +168,8 @@ static bool set_up(const char *ifname, GError **error)
 
 bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **error)
 {
-	g_autofree char *sw = NULL;
+	g_autofree char *bus = NULL;
+	g_autofree char *dev = NULL;
 	g_autoptr(GPtrArray) rep = g_ptr_array_new_with_free_func(g_free);
 	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
 	unsigned missing;
@@ -123,13 +186,13 @@ bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **er
 		}
 		return true;
 	}
-	sw = pf_switch_id(pf, error);
-	if (!sw)
+	if (!pf_devlink(pf, &bus, &dev, error))
 		return false;
 	g_ptr_array_set_size(rep, pf->num_vfs);
-	/* The driver creates representors as the VFs come; wait for them. */
+	/* The driver makes representors as the VFs come: wait for them. */
 	for (;;) {
-		scan_reps(sw, rep);
+		if (!dump_reps(pf, bus, dev, rep, error))
+			return false;
 		missing = G_MAXUINT;
 		for (unsigned i = 0; i < pools->entries->len && missing == G_MAXUINT; i++) {
 			struct vpd_entry *e = pools->entries->pdata[i];
@@ -141,9 +204,9 @@ bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **er
 			break;
 		if (g_get_monotonic_time() > deadline)
 			return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
-					    "PF %s: VF %u has no representor (no netdev with "
-					    "switch ID %s and port name pfNvf%u)", pf->name,
-					    missing, sw, missing);
+					    "PF %s: VF %u has no representor (devlink instance "
+					    "%s/%s has no port of flavour pcivf with VF number %u "
+					    "and a netdev)", pf->name, missing, bus, dev, missing);
 		g_usleep(10000);
 	}
 	for (unsigned i = 0; i < pools->entries->len; i++) {

@@ -9,8 +9,11 @@
  */
 #include "json.h"
 #include "ovs.h"
+#include "reps.h"
 
 #include <errno.h>
+#include <linux/devlink.h>
+#include <netlink/genl/genl.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -408,6 +411,77 @@ static void test_errors(void)
 	}
 }
 
+/* A devlink port message as the kernel sends it in a dump. */
+static struct nl_msg *port_msg(const char *bus, const char *dev, int flavour, int vf,
+			       int external, const char *netdev)
+{
+	struct nl_msg *m = nlmsg_alloc();
+
+	g_assert_nonnull(genlmsg_put(m, NL_AUTO_PORT, NL_AUTO_SEQ, 20, 0, 0,
+				     DEVLINK_CMD_PORT_NEW, DEVLINK_GENL_VERSION));
+	nla_put_string(m, DEVLINK_ATTR_BUS_NAME, bus);
+	nla_put_string(m, DEVLINK_ATTR_DEV_NAME, dev);
+	nla_put_u32(m, DEVLINK_ATTR_PORT_INDEX, 7);
+	nla_put_u16(m, DEVLINK_ATTR_PORT_FLAVOUR, flavour);
+	if (vf >= 0) {
+		nla_put_u16(m, DEVLINK_ATTR_PORT_PCI_PF_NUMBER, 0);
+		nla_put_u16(m, DEVLINK_ATTR_PORT_PCI_VF_NUMBER, vf);
+	}
+	if (external >= 0)
+		nla_put_u8(m, DEVLINK_ATTR_PORT_EXTERNAL, external);
+	if (netdev)
+		nla_put_string(m, DEVLINK_ATTR_PORT_NETDEV_NAME, netdev);
+	return m;
+}
+
+static bool is_vf_port(struct nl_msg *m, unsigned *vf, const char **netdev)
+{
+	struct nlattr *tb[DEVLINK_ATTR_MAX + 1];
+
+	g_assert_cmpint(vpd_devlink_port_parse(m, tb), ==, 0);
+	return vpd_devlink_vf_port(tb, "pci", "0000:08:00.0", vf, netdev);
+}
+
+/* Representors from devlink ports: only the PF's instance's VF ports. */
+static void test_devlink_ports(void)
+{
+	struct {
+		const char *bus, *dev;
+		int flavour, vf, external;
+		const char *netdev;
+		bool want;
+	} cases[] = {
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, -1, "eth5", true },
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, 0, "eth5", true },
+		/* the other PF of a multiport eswitch: same switch ID, not ours */
+		{ "pci", "0000:08:00.1", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, -1, "eth9", false },
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, 1, "eth5", false },
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PHYSICAL, -1, -1, "p0", false },
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_SF, 3, -1, "sf3", false },
+		{ "pci", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, -1, NULL, false },
+		{ "netdevsim", "0000:08:00.0", DEVLINK_PORT_FLAVOUR_PCI_VF, 3, -1, "eth5", false },
+	};
+	struct nl_msg *req = vpd_msg_port_dump(20);
+	struct nlmsghdr *h = nlmsg_hdr(req);
+
+	g_assert_cmphex(h->nlmsg_flags & NLM_F_DUMP, ==, NLM_F_DUMP);
+	g_assert_cmpuint(((struct genlmsghdr *)nlmsg_data(h))->cmd, ==, DEVLINK_CMD_PORT_GET);
+	nlmsg_free(req);
+	for (unsigned i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct nl_msg *m = port_msg(cases[i].bus, cases[i].dev, cases[i].flavour,
+					    cases[i].vf, cases[i].external, cases[i].netdev);
+		const char *netdev = NULL;
+		unsigned vf = 99;
+
+		g_assert_cmpint(is_vf_port(m, &vf, &netdev), ==, cases[i].want);
+		if (cases[i].want) {
+			g_assert_cmpuint(vf, ==, 3);
+			g_assert_cmpstr(netdev, ==, "eth5");
+		}
+		nlmsg_free(m);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -422,5 +496,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/small-messages", test_small_messages);
 	g_test_add_func("/ovs/flow-stats-parse", test_flow_stats_parse);
 	g_test_add_func("/ovs/errors", test_errors);
+	g_test_add_func("/ovs/devlink-ports", test_devlink_ports);
 	return g_test_run();
 }
