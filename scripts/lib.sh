@@ -66,7 +66,7 @@ HOST_PACKAGES=(
 	libcap-ng-dev libattr1-dev libfdt-dev
 	qemu-system-data seabios ipxe-qemu
 	iproute2 iputils-ping procps psmisc kmod
-	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev
+	libnl-3-dev libnl-genl-3-dev libnl-route-3-dev libjson-glib-dev
 	libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
 	qemu-system-x86
 	clang-14 libclang-rt-14-dev

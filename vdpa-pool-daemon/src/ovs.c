@@ -57,25 +57,120 @@ static unsigned pf_index(const struct vpd_ovs *o, const struct vpd_pf *pf)
 
 /* ---- OVSDB rows of a VF ------------------------------------------------- */
 
-static void where_name(GString *s, const char *name)
+/*
+ * An OVSDB operation (RFC 7047, 5.2) begun in ops, the array of one
+ * transaction's operations: {"op": op, "table": table, ... (left open for
+ * its other members; op_end() closes it).
+ */
+static void op_begin(JsonBuilder *ops, const char *op, const char *table)
 {
-	g_string_append(s, "\"where\":[[\"name\",\"==\",");
-	vpd_json_put_str(s, name);
-	g_string_append(s, "]]");
+	json_builder_begin_object(ops);
+	json_builder_set_member_name(ops, "op");
+	json_builder_add_string_value(ops, op);
+	json_builder_set_member_name(ops, "table");
+	json_builder_add_string_value(ops, table);
+}
+
+static void op_end(JsonBuilder *ops)
+{
+	json_builder_end_object(ops);
+}
+
+/* "where": the row named name, or every row (name NULL). */
+static void where_name(JsonBuilder *b, const char *name)
+{
+	json_builder_set_member_name(b, "where");
+	json_builder_begin_array(b);
+	if (name) {
+		json_builder_begin_array(b);
+		json_builder_add_string_value(b, "name");
+		json_builder_add_string_value(b, "==");
+		json_builder_add_string_value(b, name);
+		json_builder_end_array(b);
+	}
+	json_builder_end_array(b);
+}
+
+/* "columns": the names, NULL-ended. */
+static void columns(JsonBuilder *b, const char *const *names)
+{
+	json_builder_set_member_name(b, "columns");
+	json_builder_begin_array(b);
+	for (; *names; names++)
+		json_builder_add_string_value(b, *names);
+	json_builder_end_array(b);
+}
+
+/* A select of columns of the rows of table named name (NULL: all rows). */
+static void op_select(JsonBuilder *ops, const char *table, const char *name,
+		      const char *const *cols)
+{
+	op_begin(ops, "select", table);
+	where_name(ops, name);
+	columns(ops, cols);
+	op_end(ops);
+}
+
+/* ["named-uuid", "<prefix><n>"], or ["uuid", id] when prefix is NULL. */
+static void add_uuid(JsonBuilder *b, const char *prefix, unsigned n, const char *id)
+{
+	g_autofree char *name = prefix ? g_strdup_printf("%s%u", prefix, n) : NULL;
+
+	json_builder_begin_array(b);
+	json_builder_add_string_value(b, prefix ? "named-uuid" : "uuid");
+	json_builder_add_string_value(b, prefix ? name : id);
+	json_builder_end_array(b);
+}
+
+/* A mutation of the bridge's ports: insert or delete a port's uuid. */
+static void mutate_ports(JsonBuilder *ops, const char *br, const char *how,
+			 const char *prefix, unsigned n, const char *id)
+{
+	op_begin(ops, "mutate", "Bridge");
+	where_name(ops, br);
+	json_builder_set_member_name(ops, "mutations");
+	json_builder_begin_array(ops);
+	json_builder_begin_array(ops);
+	json_builder_add_string_value(ops, "ports");
+	json_builder_add_string_value(ops, how);
+	add_uuid(ops, prefix, n, id);
+	json_builder_end_array(ops);
+	json_builder_end_array(ops);
+	op_end(ops);
+}
+
+static JsonBuilder *ops_new(void)
+{
+	JsonBuilder *ops = json_builder_new();
+
+	json_builder_begin_array(ops);
+	return ops;
+}
+
+/* The operations of ops, ended (the builder stays the caller's). */
+static JsonNode *ops_end(JsonBuilder *ops)
+{
+	json_builder_end_array(ops);
+	return json_builder_get_root(ops);
 }
 
 /* The two updates (Port, then Interface) that give e's rows its state. */
-static void update_ops(GString *ops, const struct vpd_entry *e, uint32_t ofport)
+static void update_ops(JsonBuilder *ops, const struct vpd_entry *e, uint32_t ofport)
 {
-	g_string_append(ops, "{\"op\":\"update\",\"table\":\"Port\",");
+	op_begin(ops, "update", "Port");
 	where_name(ops, e->rep);
-	g_string_append(ops, ",\"row\":{");
+	json_builder_set_member_name(ops, "row");
+	json_builder_begin_object(ops);
 	vpd_vf_port_columns(ops, e);
-	g_string_append(ops, "}},{\"op\":\"update\",\"table\":\"Interface\",");
+	json_builder_end_object(ops);
+	op_end(ops);
+	op_begin(ops, "update", "Interface");
 	where_name(ops, e->rep);
-	g_string_append(ops, ",\"row\":{");
+	json_builder_set_member_name(ops, "row");
+	json_builder_begin_object(ops);
 	vpd_vf_interface_columns(ops, e, ofport);
-	g_string_append(ops, "}}");
+	json_builder_end_object(ops);
+	op_end(ops);
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -134,42 +229,85 @@ static bool any_vduse(const struct vpd_config *cfg)
  * in OVS's userspace datapath (datapath_type netdev) when VDUSE PFs need
  * OVS-DPDK.
  */
+/* A row's column of string value v. */
+static void set_str(JsonBuilder *b, const char *column, const char *v)
+{
+	json_builder_set_member_name(b, column);
+	json_builder_add_string_value(b, v);
+}
+
 static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 {
+	static const char *const bridge_cols[] = { "name", "protocols", "datapath_type", NULL };
+	static const char *const uuid_col[] = { "_uuid", NULL };
 	const char *br = o->cfg->ovs_bridge;
 	bool netdev = any_vduse(o->cfg);
-	g_autoptr(GString) ops = g_string_new(NULL);
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
 	g_autoptr(vpd_json) res = NULL;
 	const struct vpd_json *rows;
 
-	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Bridge\",");
-	where_name(ops, br);
-	g_string_append(ops, ",\"columns\":[\"name\",\"protocols\",\"datapath_type\"]},"
-			"{\"op\":\"select\",\"table\":\"Open_vSwitch\",\"where\":[],"
-			"\"columns\":[\"_uuid\"]}");
-	res = vpd_ovsdb_transact(&o->db, ops->str, error);
+	op_select(ops, "Bridge", br, bridge_cols);
+	op_select(ops, "Open_vSwitch", NULL, uuid_col);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
 	if (!res)
 		return false;
 	if (vpd_json_len(vpd_json_get(vpd_json_at(res, 1), "rows")) != 1)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
 				    "OVSDB has no Open_vSwitch row (run ovs-vsctl init)");
 	rows = vpd_json_get(vpd_json_at(res, 0), "rows");
-	g_string_truncate(ops, 0);
+	g_clear_object(&ops);
+	ops = ops_new();
 	if (vpd_json_len(rows) == 0) {
-		g_string_append(ops, "{\"op\":\"insert\",\"table\":\"Interface\",\"row\":{\"name\":");
-		vpd_json_put_str(ops, br);
-		g_string_append(ops, ",\"type\":\"internal\"},\"uuid-name\":\"i\"},"
-				"{\"op\":\"insert\",\"table\":\"Port\",\"row\":{\"name\":");
-		vpd_json_put_str(ops, br);
-		g_string_append(ops, ",\"interfaces\":[\"named-uuid\",\"i\"]},\"uuid-name\":\"p\"},"
-				"{\"op\":\"insert\",\"table\":\"Bridge\",\"row\":{\"name\":");
-		vpd_json_put_str(ops, br);
-		g_string_append_printf(ops, ",\"ports\":[\"named-uuid\",\"p\"],\"fail_mode\":\"secure\","
-				       "\"datapath_type\":\"%s\",", netdev ? "netdev" : "");
-		g_string_append(ops, "\"protocols\":[\"set\",[\"OpenFlow10\",\"OpenFlow13\",\"OpenFlow14\"]]},"
-				"\"uuid-name\":\"b\"},"
-				"{\"op\":\"mutate\",\"table\":\"Open_vSwitch\",\"where\":[],"
-				"\"mutations\":[[\"bridges\",\"insert\",[\"named-uuid\",\"b\"]]]}");
+		op_begin(ops, "insert", "Interface");
+		json_builder_set_member_name(ops, "row");
+		json_builder_begin_object(ops);
+		set_str(ops, "name", br);
+		set_str(ops, "type", "internal");
+		json_builder_end_object(ops);
+		set_str(ops, "uuid-name", "i0");
+		op_end(ops);
+		op_begin(ops, "insert", "Port");
+		json_builder_set_member_name(ops, "row");
+		json_builder_begin_object(ops);
+		set_str(ops, "name", br);
+		json_builder_set_member_name(ops, "interfaces");
+		add_uuid(ops, "i", 0, NULL);
+		json_builder_end_object(ops);
+		set_str(ops, "uuid-name", "p0");
+		op_end(ops);
+		op_begin(ops, "insert", "Bridge");
+		json_builder_set_member_name(ops, "row");
+		json_builder_begin_object(ops);
+		set_str(ops, "name", br);
+		json_builder_set_member_name(ops, "ports");
+		add_uuid(ops, "p", 0, NULL);
+		set_str(ops, "fail_mode", "secure");
+		set_str(ops, "datapath_type", netdev ? "netdev" : "");
+		json_builder_set_member_name(ops, "protocols");
+		json_builder_begin_array(ops);
+		json_builder_add_string_value(ops, "set");
+		json_builder_begin_array(ops);
+		json_builder_add_string_value(ops, "OpenFlow10");
+		json_builder_add_string_value(ops, "OpenFlow13");
+		json_builder_add_string_value(ops, "OpenFlow14");
+		json_builder_end_array(ops);
+		json_builder_end_array(ops);
+		json_builder_end_object(ops);
+		set_str(ops, "uuid-name", "b0");
+		op_end(ops);
+		op_begin(ops, "mutate", "Open_vSwitch");
+		where_name(ops, NULL);
+		json_builder_set_member_name(ops, "mutations");
+		json_builder_begin_array(ops);
+		json_builder_begin_array(ops);
+		json_builder_add_string_value(ops, "bridges");
+		json_builder_add_string_value(ops, "insert");
+		add_uuid(ops, "b", 0, NULL);
+		json_builder_end_array(ops);
+		json_builder_end_array(ops);
+		op_end(ops);
 		g_message("OVS: bridge %s created", br);
 	} else {
 		/*
@@ -195,18 +333,36 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 					    "VDUSE PFs need OVS-DPDK's userspace datapath "
 					    "(datapath_type=netdev)", br,
 					    dp && dp->type == VPD_JSON_STRING ? dp->str : "?");
-		g_string_append(ops, "{\"op\":\"update\",\"table\":\"Bridge\",");
+		op_begin(ops, "update", "Bridge");
 		where_name(ops, br);
-		g_string_append(ops, ",\"row\":{\"fail_mode\":\"secure\"}}");
+		json_builder_set_member_name(ops, "row");
+		json_builder_begin_object(ops);
+		set_str(ops, "fail_mode", "secure");
+		json_builder_end_object(ops);
+		op_end(ops);
 		if (!has14 && !empty) {
-			g_string_append(ops, ",{\"op\":\"mutate\",\"table\":\"Bridge\",");
+			op_begin(ops, "mutate", "Bridge");
 			where_name(ops, br);
-			g_string_append(ops, ",\"mutations\":[[\"protocols\",\"insert\","
-					"[\"set\",[\"OpenFlow14\"]]]]}");
+			json_builder_set_member_name(ops, "mutations");
+			json_builder_begin_array(ops);
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "protocols");
+			json_builder_add_string_value(ops, "insert");
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "set");
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "OpenFlow14");
+			json_builder_end_array(ops);
+			json_builder_end_array(ops);
+			json_builder_end_array(ops);
+			json_builder_end_array(ops);
+			op_end(ops);
 		}
 	}
 	g_clear_pointer(&res, vpd_json_free);
-	res = vpd_ovsdb_transact(&o->db, ops->str, error);
+	g_clear_pointer(&req, json_node_unref);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
 	return res != NULL;
 }
 
@@ -231,26 +387,28 @@ static bool has_key(const struct vpd_json *map, const char *key)
  */
 static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
+	static const char *const port_cols[] = { "name", "_uuid", "external_ids", NULL };
+	static const char *const bridge_cols[] = { "ports", NULL };
 	const char *br = o->cfg->ovs_bridge;
-	g_autoptr(GString) ops = g_string_new(NULL);
-	g_autoptr(GHashTable) ours = g_hash_table_new(g_str_hash, g_str_equal);
-	g_autoptr(GHashTable) exists = g_hash_table_new(g_str_hash, g_str_equal);
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
+	g_autoptr(GHashTable) ours = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) exists = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+							     NULL);
 	g_autoptr(GHashTable) pooled = g_hash_table_new(g_str_hash, g_str_equal);
-	g_autoptr(GString) stale = g_string_new(NULL);
+	g_autoptr(GPtrArray) stale = g_ptr_array_new_with_free_func(g_free);  /* uuids */
 	g_autoptr(vpd_json) res = NULL;
 	const struct vpd_json *rows, *ports;
-	unsigned n_new = 0, n_stale = 0;
+	unsigned n_new = 0, n_ops = 0;
 
 	for (unsigned i = 0; i < pools->entries->len; i++)
 		g_hash_table_add(pooled, ((struct vpd_entry *)pools->entries->pdata[i])->rep);
 
 	/* Which ports exist, and which of them are the bridge's. */
-	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Port\",\"where\":[],"
-			"\"columns\":[\"name\",\"_uuid\",\"external_ids\"]},"
-			"{\"op\":\"select\",\"table\":\"Bridge\",");
-	where_name(ops, br);
-	g_string_append(ops, ",\"columns\":[\"ports\"]}");
-	res = vpd_ovsdb_transact(&o->db, ops->str, error);
+	op_select(ops, "Port", NULL, port_cols);
+	op_select(ops, "Bridge", br, bridge_cols);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
 	if (!res)
 		return false;
 	rows = vpd_json_get(vpd_json_at(res, 0), "rows");
@@ -272,28 +430,24 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 
 			in_br = u && u->str && !strcmp(u->str, uuid->str);
 		}
-		g_hash_table_add(exists, name->str);
+		g_hash_table_add(exists, g_strdup(name->str));
 		if (in_br)
-			g_hash_table_add(ours, name->str);
+			g_hash_table_add(ours, g_strdup(name->str));
 		/* A port of ours for a VF no longer pooled leaves the bridge. */
 		if (in_br && !g_hash_table_contains(pooled, name->str) &&
-		    has_key(vpd_json_get(row, "external_ids"), "vpd-pool")) {
-			g_string_append(stale, ",{\"op\":\"mutate\",\"table\":\"Bridge\",");
-			where_name(stale, br);
-			g_string_append(stale, ",\"mutations\":[[\"ports\",\"delete\",[\"uuid\",");
-			vpd_json_put_str(stale, uuid->str);
-			g_string_append(stale, "]]]}");
-			n_stale++;
-		}
+		    has_key(vpd_json_get(row, "external_ids"), "vpd-pool"))
+			g_ptr_array_add(stale, g_strdup(uuid->str));
 	}
+	g_clear_pointer(&res, vpd_json_free);
 
-	g_string_truncate(ops, 0);
+	g_clear_pointer(&req, json_node_unref);
+	g_clear_object(&ops);
+	ops = ops_new();
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
 		uint32_t ofport = vpd_vf_ofport(pf_index(o, e->pool->pf), e->vf);
 
-		if (ops->len)
-			g_string_append_c(ops, ',');
+		n_ops++;
 		if (g_hash_table_contains(ours, e->rep)) {
 			update_ops(ops, e, ofport);
 			continue;
@@ -303,9 +457,10 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 					    "OVS: representor %s of VF %u of PF %s is a "
 					    "port of another bridge than %s", e->rep, e->vf,
 					    e->pool->pf->name, br);
-		g_string_append(ops, "{\"op\":\"insert\",\"table\":\"Interface\",\"row\":{\"name\":");
-		vpd_json_put_str(ops, e->rep);
-		g_string_append_c(ops, ',');
+		op_begin(ops, "insert", "Interface");
+		json_builder_set_member_name(ops, "row");
+		json_builder_begin_object(ops);
+		set_str(ops, "name", e->rep);
 		if (e->pool->pf->vduse) {
 			/*
 			 * OVS-DPDK makes the VDUSE device for a vhost-user client
@@ -314,51 +469,71 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 			 */
 			g_autofree char *path = g_strdup_printf("/dev/vduse/%s", e->rep);
 
-			g_string_append(ops, "\"type\":\"dpdkvhostuserclient\","
-					"\"options\":[\"map\",[[\"vhost-server-path\",");
-			vpd_json_put_str(ops, path);
-			g_string_append(ops, "],[\"vhost-max-queue-pairs\",\"1\"]]],");
+			set_str(ops, "type", "dpdkvhostuserclient");
+			json_builder_set_member_name(ops, "options");
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "map");
+			json_builder_begin_array(ops);
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "vhost-server-path");
+			json_builder_add_string_value(ops, path);
+			json_builder_end_array(ops);
+			json_builder_begin_array(ops);
+			json_builder_add_string_value(ops, "vhost-max-queue-pairs");
+			json_builder_add_string_value(ops, "1");
+			json_builder_end_array(ops);
+			json_builder_end_array(ops);
+			json_builder_end_array(ops);
 		}
 		vpd_vf_interface_columns(ops, e, ofport);
-		g_string_append_printf(ops, "},\"uuid-name\":\"i%u\"},"
-				       "{\"op\":\"insert\",\"table\":\"Port\",\"row\":{\"name\":",
-				       i);
-		vpd_json_put_str(ops, e->rep);
-		g_string_append_printf(ops, ",\"interfaces\":[\"named-uuid\",\"i%u\"],", i);
-		vpd_vf_port_columns(ops, e);
-		g_string_append_printf(ops, "},\"uuid-name\":\"p%u\"},"
-				       "{\"op\":\"mutate\",\"table\":\"Bridge\",", i);
-		where_name(ops, br);
-		g_string_append_printf(ops, ",\"mutations\":[[\"ports\",\"insert\","
-				       "[\"named-uuid\",\"p%u\"]]]}", i);
+		json_builder_end_object(ops);
+		json_builder_set_member_name(ops, "uuid-name");
+		{
+			g_autofree char *iname = g_strdup_printf("i%u", i);
+			g_autofree char *pname = g_strdup_printf("p%u", i);
+
+			json_builder_add_string_value(ops, iname);
+			op_end(ops);
+			op_begin(ops, "insert", "Port");
+			json_builder_set_member_name(ops, "row");
+			json_builder_begin_object(ops);
+			set_str(ops, "name", e->rep);
+			json_builder_set_member_name(ops, "interfaces");
+			add_uuid(ops, "i", i, NULL);
+			vpd_vf_port_columns(ops, e);
+			json_builder_end_object(ops);
+			set_str(ops, "uuid-name", pname);
+			op_end(ops);
+		}
+		mutate_ports(ops, br, "insert", "p", i, NULL);
 		n_new++;
 	}
-	if (ops->len && stale->len)
-		g_string_append(ops, stale->str);
-	else if (stale->len)
-		g_string_append(ops, stale->str + 1);
-	if (!ops->len)
+	for (unsigned i = 0; i < stale->len; i++, n_ops++)
+		mutate_ports(ops, br, "delete", NULL, 0, stale->pdata[i]);
+	if (!n_ops)
 		return true;
-	g_clear_pointer(&res, vpd_json_free);
-	res = vpd_ovsdb_transact(&o->db, ops->str, error);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
 	if (res && n_new)
 		g_message("OVS: %u representor(s) added to bridge %s", n_new, br);
-	if (res && n_stale)
-		g_message("OVS: %u port(s) of VFs no longer pooled removed from bridge %s", n_stale,
-			  br);
+	if (res && stale->len)
+		g_message("OVS: %u port(s) of VFs no longer pooled removed from bridge %s",
+			  stale->len, br);
 	return res != NULL;
 }
 
 /* Wait until OVS has given every representor its requested port number. */
 static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
+	static const char *const cols[] = { "name", "ofport", "error", NULL };
 	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
-	g_autoptr(GString) ops = g_string_new(NULL);
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
 
-	g_string_append(ops, "{\"op\":\"select\",\"table\":\"Interface\",\"where\":[],"
-			"\"columns\":[\"name\",\"ofport\",\"error\"]}");
+	op_select(ops, "Interface", NULL, cols);
+	req = ops_end(ops);
 	for (;;) {
-		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, ops->str, error);
+		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, req, error);
 		g_autoptr(GHashTable) port = g_hash_table_new(g_str_hash, g_str_equal);
 		const struct vpd_json *rows = vpd_json_get(vpd_json_at(res, 0), "rows");
 		const struct vpd_entry *bad = NULL;
@@ -443,12 +618,15 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 /* Until ovs-vswitchd has applied OVSDB's configuration number cfg. */
 static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
 {
+	static const char *const cols[] = { "cur_cfg", NULL };
 	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
 
+	op_select(ops, "Open_vSwitch", NULL, cols);
+	req = ops_end(ops);
 	for (;;) {
-		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, "{\"op\":\"select\","
-							     "\"table\":\"Open_vSwitch\",\"where\":[],"
-							     "\"columns\":[\"cur_cfg\"]}", error);
+		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, req, error);
 		const struct vpd_json *cur = vpd_json_get(vpd_json_at(vpd_json_get(
 			vpd_json_at(res, 0), "rows"), 0), "cur_cfg");
 
@@ -475,8 +653,12 @@ static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
  */
 static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
+	static const char *const cols[] = { "next_cfg", NULL };
 	unsigned pfi = pf_index(o, e->pool->pf);
-	g_autoptr(GString) ops = g_string_new(NULL);
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) rows_ops = NULL;
+	g_autoptr(JsonNode) req = NULL;
+	g_autofree char *rows = NULL;
 	g_autoptr(vpd_json) res = NULL;
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
@@ -492,8 +674,16 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
 				    "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
 	update_ops(ops, e, vpd_vf_ofport(pfi, e->vf));
+	{
+		/* what the rows are to be, to compare with what OVS has */
+		g_autoptr(JsonBuilder) copy = ops_new();
+
+		update_ops(copy, e, vpd_vf_ofport(pfi, e->vf));
+		rows_ops = ops_end(copy);
+		rows = json_to_string(rows_ops, FALSE);
+	}
 	last = g_hash_table_lookup(o->rows, KEY(e));
-	db = !last || strcmp(last, ops->str);
+	db = !last || strcmp(last, rows);
 	g_hash_table_remove(o->rows, KEY(e));
 	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);  /* deletion first */
 	n = vpd_vf_flows(e, pfi, f);
@@ -503,11 +693,21 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	closing = n == 1 && g_hash_table_contains(o->open, KEY(e));
 	g_hash_table_remove(o->open, KEY(e));  /* unknown until committed */
 
-	if (opening)  /* also: the new configuration's number */
-		g_string_append(ops, ",{\"op\":\"mutate\",\"table\":\"Open_vSwitch\","
-				"\"where\":[],\"mutations\":[[\"next_cfg\",\"+=\",1]]},"
-				"{\"op\":\"select\",\"table\":\"Open_vSwitch\",\"where\":[],"
-				"\"columns\":[\"next_cfg\"]}");
+	if (opening) {  /* also: the new configuration's number */
+		op_begin(ops, "mutate", "Open_vSwitch");
+		where_name(ops, NULL);
+		json_builder_set_member_name(ops, "mutations");
+		json_builder_begin_array(ops);
+		json_builder_begin_array(ops);
+		json_builder_add_string_value(ops, "next_cfg");
+		json_builder_add_string_value(ops, "+=");
+		json_builder_add_int_value(ops, 1);
+		json_builder_end_array(ops);
+		json_builder_end_array(ops);
+		op_end(ops);
+		op_select(ops, "Open_vSwitch", NULL, cols);
+	}
+	req = ops_end(ops);
 	if (closing) {
 		if (!vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, &stale) &&
 		    !vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, error))
@@ -516,7 +716,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 				     error))
 			return false;
 	}
-	if (db && !vpd_ovsdb_send(&o->db, ops->str, &id, error))
+	if (db && !vpd_ovsdb_send(&o->db, req, &id, error))
 		return false;
 	if (!closing && !opening) {
 		if (!vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, &stale) &&
@@ -563,7 +763,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 					   NULL, error))
 		return false;
 	if (db)
-		g_hash_table_insert(o->rows, KEY(e), g_string_free(g_steal_pointer(&ops), FALSE));
+		g_hash_table_insert(o->rows, KEY(e), g_steal_pointer(&rows));
 	if (n == 2)
 		g_hash_table_add(o->open, KEY(e));
 	g_debug("VF %u of pool '%s': %s and flows committed in %.2f ms", e->vf, e->pool->name,

@@ -27,19 +27,41 @@ bool vpd_ovsdb_connect(struct vpd_ovsdb *db, GError **error)
 	return db->c.fd >= 0 || vpd_conn_open(&db->c, error);
 }
 
-static bool send_once(struct vpd_ovsdb *db, const char *ops, unsigned *id, GError **error)
+/* Send one JSON-RPC message. */
+static bool send_json(struct vpd_ovsdb *db, JsonBuilder *b, GError **error)
 {
-	g_autoptr(GString) req = g_string_new(NULL);
+	g_autoptr(JsonNode) root = json_builder_get_root(b);
+	gsize len;
+	g_autofree char *text = json_to_string(root, FALSE);
+
+	len = strlen(text);
+	return vpd_conn_send(&db->c, text, len, error);
+}
+
+static bool send_once(struct vpd_ovsdb *db, JsonNode *ops, unsigned *id, GError **error)
+{
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	JsonArray *a = json_node_get_array(ops);
 
 	if (!vpd_ovsdb_connect(db, error))
 		return false;
 	*id = ++db->id;
-	g_string_printf(req, "{\"method\":\"transact\",\"params\":[\"Open_vSwitch\",%s],"
-			"\"id\":%u}", ops, *id);
-	return vpd_conn_send(&db->c, req->str, req->len, error);
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "method");
+	json_builder_add_string_value(b, "transact");
+	json_builder_set_member_name(b, "params");
+	json_builder_begin_array(b);
+	json_builder_add_string_value(b, "Open_vSwitch");
+	for (guint i = 0; i < json_array_get_length(a); i++)
+		json_builder_add_value(b, json_array_dup_element(a, i));
+	json_builder_end_array(b);
+	json_builder_set_member_name(b, "id");
+	json_builder_add_int_value(b, *id);
+	json_builder_end_object(b);
+	return send_json(db, b, error);
 }
 
-bool vpd_ovsdb_send(struct vpd_ovsdb *db, const char *ops, unsigned *id, GError **error)
+bool vpd_ovsdb_send(struct vpd_ovsdb *db, JsonNode *ops, unsigned *id, GError **error)
 {
 	g_autoptr(GError) first = NULL;
 
@@ -51,16 +73,23 @@ bool vpd_ovsdb_send(struct vpd_ovsdb *db, const char *ops, unsigned *id, GError 
 /* The server's keep-alive: answer with its own id. */
 static bool answer_echo(struct vpd_ovsdb *db, const struct vpd_json *mid, GError **error)
 {
-	g_autoptr(GString) r = g_string_new("{\"id\":");
+	g_autoptr(JsonBuilder) b = json_builder_new();
 
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "id");
 	if (mid && mid->type == VPD_JSON_STRING)
-		vpd_json_put_str(r, mid->str);
+		json_builder_add_string_value(b, mid->str);
 	else if (mid && mid->type == VPD_JSON_NUMBER)
-		g_string_append_printf(r, "%.0f", mid->num);
+		json_builder_add_double_value(b, mid->num);
 	else
-		g_string_append(r, "null");
-	g_string_append(r, ",\"result\":[],\"error\":null}");
-	return vpd_conn_send(&db->c, r->str, r->len, error);
+		json_builder_add_null_value(b);
+	json_builder_set_member_name(b, "result");
+	json_builder_begin_array(b);
+	json_builder_end_array(b);
+	json_builder_set_member_name(b, "error");
+	json_builder_add_null_value(b);
+	json_builder_end_object(b);
+	return send_json(db, b, error);
 }
 
 struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **error)
@@ -176,7 +205,7 @@ void vpd_ovsdb_idle(struct vpd_ovsdb *db)
 	}
 }
 
-struct vpd_json *vpd_ovsdb_transact(struct vpd_ovsdb *db, const char *ops, GError **error)
+struct vpd_json *vpd_ovsdb_transact(struct vpd_ovsdb *db, JsonNode *ops, GError **error)
 {
 	unsigned id;
 

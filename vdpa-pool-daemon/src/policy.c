@@ -4,7 +4,6 @@
  * of its states (see policy.h).
  */
 #include "policy.h"
-#include "json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -61,76 +60,86 @@ uint64_t vpd_vf_policing_rate(const struct vpd_entry *e)
 
 /* ---- OVSDB columns ------------------------------------------------------ */
 
-static void put_kv(GString *s, const char *k, const char *v, bool *first)
+/* An OVSDB map (["map", [[k, v], ...]]) of string pairs, kv NULL-ended. */
+static void add_map(JsonBuilder *b, const char *const *kv)
 {
-	g_string_append(s, *first ? "[" : ",[");
-	vpd_json_put_str(s, k);
-	g_string_append_c(s, ',');
-	vpd_json_put_str(s, v);
-	g_string_append_c(s, ']');
-	*first = false;
+	json_builder_begin_array(b);
+	json_builder_add_string_value(b, "map");
+	json_builder_begin_array(b);
+	for (; kv[0]; kv += 2) {
+		json_builder_begin_array(b);
+		json_builder_add_string_value(b, kv[0]);
+		json_builder_add_string_value(b, kv[1]);
+		json_builder_end_array(b);
+	}
+	json_builder_end_array(b);
+	json_builder_end_array(b);
 }
 
-void vpd_vf_port_columns(GString *s, const struct vpd_entry *e)
+void vpd_vf_port_columns(JsonBuilder *b, const struct vpd_entry *e)
 {
-	bool first = true;
-	char vf[16];
+	bool qinq = e->claimed && e->attrs.vlan_proto == 0x88a8 && e->attrs.vlan;
+	const char *qinq_kv[] = { "qinq-ethtype", "802.1ad", NULL };
+	g_autofree char *vf = g_strdup_printf("%u", e->vf);
+	const char *ids[] = { "vpd-pool", e->pool->name, "vpd-vf", vf, NULL };
 
-	snprintf(vf, sizeof(vf), "%u", e->vf);
 	/* A VF that may not pass (free, or without a VLAN of its pool) sits
 	 * in the VLAN nothing else is in, so it receives nothing either. */
+	json_builder_set_member_name(b, "tag");
 	if (!e->claimed || (!e->attrs.vlan && e->pool->vlan_min)) {
-		g_string_append_printf(s, "\"tag\":%u,\"vlan_mode\":\"access\"", VPD_FREE_VLAN);
+		json_builder_add_int_value(b, VPD_FREE_VLAN);
+		json_builder_set_member_name(b, "vlan_mode");
+		json_builder_add_string_value(b, "access");
 	} else {
-		g_string_append_printf(s, "\"tag\":%u,\"vlan_mode\":\"%s\"", e->attrs.vlan,
-				       e->attrs.vlan_proto == 0x88a8 && e->attrs.vlan
-				       ? "dot1q-tunnel" : "access");
+		json_builder_add_int_value(b, e->attrs.vlan);
+		json_builder_set_member_name(b, "vlan_mode");
+		json_builder_add_string_value(b, qinq ? "dot1q-tunnel" : "access");
 	}
-	g_string_append(s, ",\"other_config\":[\"map\",[");
-	if (e->claimed && e->attrs.vlan_proto == 0x88a8 && e->attrs.vlan)
-		put_kv(s, "qinq-ethtype", "802.1ad", &first);
-	g_string_append(s, "]],\"external_ids\":[\"map\",[");
-	first = true;
-	put_kv(s, "vpd-pool", e->pool->name, &first);
-	put_kv(s, "vpd-vf", vf, &first);
-	g_string_append(s, "]]");
+	json_builder_set_member_name(b, "other_config");
+	add_map(b, qinq ? qinq_kv : qinq_kv + 2);
+	json_builder_set_member_name(b, "external_ids");
+	add_map(b, ids);
 }
 
-void vpd_vf_interface_columns(GString *s, const struct vpd_entry *e, uint32_t ofport)
+void vpd_vf_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_t ofport)
 {
 	static const char *const link[] = { "auto", "enable", "disable" };
 	const struct vpd_vf_attrs *a = &e->attrs;
 	uint64_t rate = vpd_vf_policing_rate(e);
-	bool first = true;
-	char mac[18], num[32];
+	g_autofree char *mac = g_strdup_printf("%02x:%02x:%02x:%02x:%02x:%02x", a->mac[0],
+					       a->mac[1], a->mac[2], a->mac[3], a->mac[4],
+					       a->mac[5]);
+	g_autofree char *vlan = g_strdup_printf("%u", a->vlan);
+	g_autofree char *qos = g_strdup_printf("%u", a->qos);
+	g_autofree char *min = g_strdup_printf("%u", a->min_tx_rate);
+	g_autofree char *max = g_strdup_printf("%u", a->max_tx_rate);
+	const char *free_ids[] = { "vpd-state", "free", NULL };
+	const char *ids[] = {
+		"vpd-state", "claimed",
+		"vpd-owner", e->owner ? e->owner : "",
+		"attached-mac", mac,
+		"vpd-vlan", vlan,
+		"vpd-qos", qos,
+		"vpd-vlan-proto", a->vlan_proto == 0x88a8 ? "802.1ad" : "802.1Q",
+		"vpd-spoofchk", a->spoofchk ? "on" : "off",
+		"vpd-trust", a->trust ? "on" : "off",
+		"vpd-link-state", link[a->link_state],
+		"vpd-min-tx-rate", min,
+		"vpd-max-tx-rate", max,
+		NULL
+	};
 
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", a->mac[0], a->mac[1],
-		 a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
+	json_builder_set_member_name(b, "ofport_request");
+	json_builder_add_int_value(b, ofport);
 	/*
 	 * kbit/s, and a burst of 100 ms at that rate (OVS's default burst, 8000
 	 * kbit whatever the rate, would let a 1 Mbit/s VF send 8 s at line
 	 * rate before the cap bites).
 	 */
-	g_string_append_printf(s, "\"ofport_request\":%u,\"ingress_policing_rate\":%" PRIu64
-			       ",\"ingress_policing_burst\":%" PRIu64 ",\"external_ids\":[\"map\",[",
-			       ofport, rate, rate / 10);
-	put_kv(s, "vpd-state", e->claimed ? "claimed" : "free", &first);
-	if (e->claimed) {
-		put_kv(s, "vpd-owner", e->owner ? e->owner : "", &first);
-		put_kv(s, "attached-mac", mac, &first);
-		snprintf(num, sizeof(num), "%u", a->vlan);
-		put_kv(s, "vpd-vlan", num, &first);
-		snprintf(num, sizeof(num), "%u", a->qos);
-		put_kv(s, "vpd-qos", num, &first);
-		put_kv(s, "vpd-vlan-proto", a->vlan_proto == 0x88a8 ? "802.1ad" : "802.1Q",
-		       &first);
-		put_kv(s, "vpd-spoofchk", a->spoofchk ? "on" : "off", &first);
-		put_kv(s, "vpd-trust", a->trust ? "on" : "off", &first);
-		put_kv(s, "vpd-link-state", link[a->link_state], &first);
-		snprintf(num, sizeof(num), "%u", a->min_tx_rate);
-		put_kv(s, "vpd-min-tx-rate", num, &first);
-		snprintf(num, sizeof(num), "%u", a->max_tx_rate);
-		put_kv(s, "vpd-max-tx-rate", num, &first);
-	}
-	g_string_append(s, "]]");
+	json_builder_set_member_name(b, "ingress_policing_rate");
+	json_builder_add_int_value(b, rate);
+	json_builder_set_member_name(b, "ingress_policing_burst");
+	json_builder_add_int_value(b, rate / 10);
+	json_builder_set_member_name(b, "external_ids");
+	add_map(b, e->claimed ? ids : free_ids);
 }

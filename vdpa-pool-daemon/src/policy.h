@@ -16,6 +16,8 @@
 #include "openflow.h"
 #include "pool.h"
 
+#include <json-glib/json-glib.h>
+
 #include <stdint.h>
 
 /* Cookies: "VP" | kind | PF index | VF index. */
@@ -43,9 +45,12 @@ struct vpd_flow vpd_others_flow(void);
  */
 uint64_t vpd_vf_policing_rate(const struct vpd_entry *e);
 
-/* The Port row's columns for e's state, as JSON members ("tag":..,..). */
-void vpd_vf_port_columns(GString *s, const struct vpd_entry *e);
+/*
+ * The Port row's columns for e's state, as members of the object b is in
+ * ("tag": ..., ...).
+ */
+void vpd_vf_port_columns(JsonBuilder *b, const struct vpd_entry *e);
 /* The Interface row's columns for e's state, its port number ofport. */
-void vpd_vf_interface_columns(GString *s, const struct vpd_entry *e, uint32_t ofport);
+void vpd_vf_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_t ofport);
 
 #endif

@@ -14,11 +14,11 @@
  *       connection error.  Default socket: /run/vdpa-pool-daemon/api.sock.
  */
 #include "config.h"
-#include "json.h"
 #include "pool.h"
 #include "protocol.h"
 
 #include <errno.h>
+#include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -119,6 +119,27 @@ static const char *nested_str(GArray *a, uint16_t type)
 	return s ? s : "";
 }
 
+/* JSON output, written with json-glib (valid UTF-8 and escapes). */
+static void put_str(JsonBuilder *b, const char *name, const char *v)
+{
+	json_builder_set_member_name(b, name);
+	json_builder_add_string_value(b, v);
+}
+
+static void put_int(JsonBuilder *b, const char *name, gint64 v)
+{
+	json_builder_set_member_name(b, name);
+	json_builder_add_int_value(b, v);
+}
+
+static void print_root(JsonBuilder *b)
+{
+	g_autoptr(JsonNode) root = json_builder_get_root(b);
+	g_autofree char *text = json_to_string(root, FALSE);
+
+	puts(text);
+}
+
 static int status(const char *path, bool json)
 {
 	static const char *const state[] = { "free", "claimed", "claimed (not connected)",
@@ -127,9 +148,8 @@ static int status(const char *path, bool json)
 	g_autoptr(GError) err = NULL;
 	g_autoptr(vpd_msg) m = NULL;
 	g_autoptr(GBytes) req = NULL;
-	g_autoptr(GString) s = g_string_new("[");
+	g_autoptr(JsonBuilder) jb = json_builder_new();
 	struct vpd_builder b;
-	bool first = true;
 
 	vpd_builder_init(&b, VPD_MSG_STATUS, 1);
 	req = vpd_builder_finish(&b);
@@ -143,6 +163,7 @@ static int status(const char *path, bool json)
 			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
 		return 1;
 	}
+	json_builder_begin_array(jb);
 	if (!json)
 		printf("%-12s %4s  %-24s %-17s %5s %3s %-8s %-6s %-7s %s\n", "POOL", "VF", "STATE",
 		       "MAC", "VLAN", "QOS", "SPOOFCHK", "TRUST", "LINK", "OWNER / VHOST");
@@ -163,43 +184,38 @@ static int status(const char *path, bool json)
 				 macv->value[5]);
 		st = MIN(nested_u32(a, VPD_A_COUNT), 3u);
 		if (json) {
-			g_autofree char *pool = g_strescape(nested_str(a, VPD_A_POOL), NULL);
-			g_autofree char *owner = g_strescape(nested_str(a, VPD_A_OWNER), NULL);
-			g_autofree char *vhost = g_strescape(nested_str(a, VPD_A_VHOST_PATH), NULL);
-
-			g_string_append_printf(s, "%s{\"pool\":\"%s\",\"vf\":%u,\"handle\":%u,"
-					       "\"state\":\"%s\",\"owner\":\"%s\",\"mac\":\"%s\","
-					       "\"vlan\":%u,\"qos\":%u,\"vlan_proto\":%u,"
-					       "\"spoofchk\":%s,\"trust\":%s,\"link_state\":\"%s\","
-					       "\"min_tx_rate\":%u,\"max_tx_rate\":%u,"
-					       "\"vhost\":\"%s\"", first ? "" : ",", pool,
-					       nested_u32(a, VPD_A_VF_INDEX), nested_u32(a, VPD_A_HANDLE),
-					       state[st], owner, mac, nested_small(a, VPD_A_VLAN),
-					       nested_small(a, VPD_A_QOS),
-					       nested_small(a, VPD_A_VLAN_PROTO),
-					       nested_small(a, VPD_A_SPOOFCHK) ? "true" : "false",
-					       nested_small(a, VPD_A_TRUST) ? "true" : "false",
-					       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
-					       nested_u32(a, VPD_A_MIN_TX_RATE),
-					       nested_u32(a, VPD_A_MAX_TX_RATE), vhost);
+			json_builder_begin_object(jb);
+			put_str(jb, "pool", nested_str(a, VPD_A_POOL));
+			put_int(jb, "vf", nested_u32(a, VPD_A_VF_INDEX));
+			put_int(jb, "handle", nested_u32(a, VPD_A_HANDLE));
+			put_str(jb, "state", state[st]);
+			put_str(jb, "owner", nested_str(a, VPD_A_OWNER));
+			put_str(jb, "mac", mac);
+			put_int(jb, "vlan", nested_small(a, VPD_A_VLAN));
+			put_int(jb, "qos", nested_small(a, VPD_A_QOS));
+			put_int(jb, "vlan_proto", nested_small(a, VPD_A_VLAN_PROTO));
+			json_builder_set_member_name(jb, "spoofchk");
+			json_builder_add_boolean_value(jb, nested_small(a, VPD_A_SPOOFCHK));
+			json_builder_set_member_name(jb, "trust");
+			json_builder_add_boolean_value(jb, nested_small(a, VPD_A_TRUST));
+			put_str(jb, "link_state", link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)]);
+			put_int(jb, "min_tx_rate", nested_u32(a, VPD_A_MIN_TX_RATE));
+			put_int(jb, "max_tx_rate", nested_u32(a, VPD_A_MAX_TX_RATE));
+			put_str(jb, "vhost", nested_str(a, VPD_A_VHOST_PATH));
 			if (nested_get(a, VPD_A_PORT)) {
-				g_string_append(s, ",\"port\":");
-				vpd_json_put_str(s, nested_str(a, VPD_A_PORT));
-				g_string_append(s, ",\"flows\":[");
-				for (guint j = 0, n = 0; j < a->len; j++) {
+				put_str(jb, "port", nested_str(a, VPD_A_PORT));
+				json_builder_set_member_name(jb, "flows");
+				json_builder_begin_array(jb);
+				for (guint j = 0; j < a->len; j++) {
 					const struct vpd_attr_view *f =
 						&g_array_index(a, struct vpd_attr_view, j);
 
-					if (f->type != VPD_A_FLOW || !vpd_attr_str(f))
-						continue;
-					if (n++)
-						g_string_append_c(s, ',');
-					vpd_json_put_str(s, vpd_attr_str(f));
+					if (f->type == VPD_A_FLOW && vpd_attr_str(f))
+						json_builder_add_string_value(jb, vpd_attr_str(f));
 				}
-				g_string_append_c(s, ']');
+				json_builder_end_array(jb);
 			}
-			g_string_append_c(s, '}');
-			first = false;
+			json_builder_end_object(jb);
 		} else {
 			printf("%-12s %4u  %-24s %-17s %5u %3u %-8s %-6s %-7s %s%s%s\n",
 			       nested_str(a, VPD_A_POOL), nested_u32(a, VPD_A_VF_INDEX), state[st],
@@ -221,8 +237,8 @@ static int status(const char *path, bool json)
 		}
 	}
 	if (json) {
-		g_string_append(s, "]");
-		puts(s->str);
+		json_builder_end_array(jb);
+		print_root(jb);
 	}
 	return 0;
 }
@@ -250,30 +266,40 @@ static void print_human(const struct vpd_config *cfg, const struct vpd_pools *po
 
 static void print_json(const struct vpd_config *cfg, const struct vpd_pools *pools)
 {
-	g_autoptr(GString) s = g_string_new("{\"pfs\":[");
+	g_autoptr(JsonBuilder) b = json_builder_new();
 
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "pfs");
+	json_builder_begin_array(b);
 	for (unsigned i = 0; i < cfg->pfs->len; i++) {
 		const struct vpd_pf *pf = cfg->pfs->pdata[i];
-		g_autofree char *name = g_strescape(pf->name, NULL);
 
-		g_string_append_printf(s, "%s{\"name\":\"%s\",\"num_vfs\":%u,\"switchdev\":%s}",
-				       i ? "," : "", name, pf->num_vfs,
-				       pf->switchdev ? "true" : "false");
+		json_builder_begin_object(b);
+		put_str(b, "name", pf->name);
+		put_int(b, "num_vfs", pf->num_vfs);
+		json_builder_set_member_name(b, "switchdev");
+		json_builder_add_boolean_value(b, pf->switchdev);
+		json_builder_end_object(b);
 	}
-	g_string_append(s, "],\"pools\":[");
+	json_builder_end_array(b);
+	json_builder_set_member_name(b, "pools");
+	json_builder_begin_array(b);
 	for (unsigned i = 0; i < cfg->pools->len; i++) {
 		const struct vpd_pool *p = cfg->pools->pdata[i];
-		g_autofree char *name = g_strescape(p->name, NULL);
-		g_autofree char *pf = g_strescape(p->pf->name, NULL);
 
-		g_string_append_printf(s, "%s{\"name\":\"%s\",\"pf\":\"%s\",\"first_vf\":%u,"
-				       "\"last_vf\":%u,\"free\":%u,\"vlan_min\":%u,"
-				       "\"vlan_max\":%u}", i ? "," : "", name, pf, p->first_vf,
-				       p->last_vf, vpd_pools_free_count(pools, p->name),
-				       p->vlan_min, p->vlan_max);
+		json_builder_begin_object(b);
+		put_str(b, "name", p->name);
+		put_str(b, "pf", p->pf->name);
+		put_int(b, "first_vf", p->first_vf);
+		put_int(b, "last_vf", p->last_vf);
+		put_int(b, "free", vpd_pools_free_count(pools, p->name));
+		put_int(b, "vlan_min", p->vlan_min);
+		put_int(b, "vlan_max", p->vlan_max);
+		json_builder_end_object(b);
 	}
-	g_string_append(s, "]}");
-	puts(s->str);
+	json_builder_end_array(b);
+	json_builder_end_object(b);
+	print_root(b);
 }
 
 int main(int argc, char **argv)

@@ -411,6 +411,68 @@ static void test_errors(void)
 	}
 }
 
+/* A VF's OVSDB rows, written with json-glib: what OVS is to hold. */
+static void test_vf_rows(void)
+{
+	struct vpd_pf pf = { .name = (char *)"eth0" };
+	struct vpd_pool pool = { .name = (char *)"t\"a", .pf = &pf, .vlan_min = 100,
+				 .vlan_max = 199, .max_tx_rate_mbps = 1000 };
+	struct vpd_entry e = {
+		.pool = &pool, .vf = 3, .claimed = true, .owner = (char *)"vm \"1\"\n\xc3\xa9",
+		.attrs = { .mac = { 2, 0, 0, 0, 0, 0x10 }, .vlan = 150, .vlan_proto = 0x88a8,
+			   .spoofchk = true, .max_tx_rate = 500 },
+	};
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	g_autoptr(JsonParser) p = json_parser_new();
+	g_autoptr(JsonNode) root = NULL;
+	g_autofree char *text = NULL;
+	JsonObject *port, *iface;
+	JsonArray *ids;
+
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "port");
+	json_builder_begin_object(b);
+	vpd_vf_port_columns(b, &e);
+	json_builder_end_object(b);
+	json_builder_set_member_name(b, "iface");
+	json_builder_begin_object(b);
+	vpd_vf_interface_columns(b, &e, 4);
+	json_builder_end_object(b);
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	text = json_to_string(root, FALSE);
+	/* OVSDB reads it back as written: valid JSON whatever the names hold */
+	g_assert_true(json_parser_load_from_data(p, text, -1, NULL));
+	port = json_object_get_object_member(json_node_get_object(json_parser_get_root(p)), "port");
+	iface = json_object_get_object_member(json_node_get_object(json_parser_get_root(p)), "iface");
+	g_assert_cmpint(json_object_get_int_member(port, "tag"), ==, 150);
+	g_assert_cmpstr(json_object_get_string_member(port, "vlan_mode"), ==, "dot1q-tunnel");
+	ids = json_array_get_array_element(json_object_get_array_member(port, "external_ids"), 1);
+	g_assert_cmpstr(json_array_get_string_element(json_array_get_array_element(ids, 0), 1),
+			==, "t\"a");
+	g_assert_cmpint(json_object_get_int_member(iface, "ofport_request"), ==, 4);
+	g_assert_cmpint(json_object_get_int_member(iface, "ingress_policing_rate"), ==, 500000);
+	g_assert_cmpint(json_object_get_int_member(iface, "ingress_policing_burst"), ==, 50000);
+	ids = json_array_get_array_element(json_object_get_array_member(iface, "external_ids"), 1);
+	g_assert_cmpstr(json_array_get_string_element(json_array_get_array_element(ids, 1), 1),
+			==, "vm \"1\"\n\xc3\xa9");
+	/* free: VLAN 4095, nothing of the last claimant */
+	e.claimed = false;
+	g_clear_object(&b);
+	b = json_builder_new();
+	json_builder_begin_object(b);
+	vpd_vf_port_columns(b, &e);
+	vpd_vf_interface_columns(b, &e, 4);
+	json_builder_end_object(b);
+	g_clear_pointer(&root, json_node_unref);
+	root = json_builder_get_root(b);
+	g_free(text);
+	text = json_to_string(root, FALSE);
+	g_assert_nonnull(strstr(text, "\"tag\":4095"));
+	g_assert_null(strstr(text, "vm "));
+	g_assert_nonnull(strstr(text, "\"ingress_policing_rate\":0"));
+}
+
 /* A devlink port message as the kernel sends it in a dump. */
 static struct nl_msg *port_msg(const char *bus, const char *dev, int flavour, int vf,
 			       int external, const char *netdev)
@@ -497,5 +559,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/flow-stats-parse", test_flow_stats_parse);
 	g_test_add_func("/ovs/errors", test_errors);
 	g_test_add_func("/ovs/devlink-ports", test_devlink_ports);
+	g_test_add_func("/ovs/vf-rows", test_vf_rows);
 	return g_test_run();
 }
