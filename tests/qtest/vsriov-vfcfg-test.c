@@ -22,20 +22,25 @@
 
 #define NUM_BACKENDS 3
 
-static QTestState *start(VsriovPcie *p)
+static QTestState *start_pool(VsriovPcie *p, bool lazy)
 {
-    QTestState *qts = qtest_init(
+    QTestState *qts = qtest_initf(
         "-M q35 -nodefaults "
         "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
         "-netdev hubport,id=pfnet,hubid=0 "
         "-netdev hubport,id=b0,hubid=1 -netdev hubport,id=b1,hubid=2 "
         "-netdev hubport,id=b2,hubid=3 "
-        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2 "
+        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
         "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-        "speed=10000,duplex=full");
+        "speed=10000,duplex=full", lazy ? ",lazy=on" : "");
 
     vsriov_pcie_init(p, qts, 2);
     return qts;
+}
+
+static QTestState *start(VsriovPcie *p)
+{
+    return start_pool(p, false);
 }
 
 static uint16_t vfcfg_cap(VsriovPcie *p)
@@ -333,25 +338,40 @@ static void test_bad_group(void)
 
 /*
  * Random writes of every size at every offset of the mailbox and past
- * its end (oversized commands: data runs off the capability): QEMU stays
- * up, the capability's header and the SR-IOV capability are untouched, and
- * a clean command works afterwards.
+ * its end (oversized commands: data runs off the capability), with VF
+ * Enable and NumVFs flipped in between: QEMU stays up, the capability's
+ * header and the SR-IOV capability's TotalVFs are untouched, and a clean
+ * command works afterwards.  VSRIOV_QTEST_OPS operations (default 20000;
+ * scripts/fuzz-qemu runs a million, under ASan), for a premapped and a
+ * lazy pool.
  */
-static void test_random_writes(void)
+static void random_writes(bool lazy)
 {
     VsriovPcie p;
-    QTestState *qts = start(&p);
+    QTestState *qts = start_pool(&p, lazy);
     uint16_t cap = vfcfg_cap(&p);
     uint16_t sriov = vsriov_find_ext_cap(&p, 1, 0, PCI_EXT_CAP_ID_SRIOV);
     uint32_t hdr = vsriov_cfg_readl(&p, 1, 0, cap);
     uint32_t vsec = vsriov_cfg_readl(&p, 1, 0, cap + 4);
+    const char *env = g_getenv("VSRIOV_QTEST_OPS");
+    long ops = env ? atol(env) : 20000;
     GRand *rand = g_rand_new_with_seed(20261122);
     uint8_t out[VSRIOV_VFCFG_DATA_SIZE];
+    gint64 t0 = g_get_monotonic_time();
 
     set_vfs(&p, 3);
-    for (int i = 0; i < 20000; i++) {
+    for (long i = 0; i < ops; i++) {
         int off = g_rand_int_range(rand, -8, VSRIOV_VFCFG_SIZEOF + 32);
         uint32_t v = g_rand_int(rand);
+
+        /* Now and then the VFs come and go (the lazy pool's backends too). */
+        if (i % 997 == 0) {
+            vsriov_cfg_writew(&p, 1, 0, sriov + PCI_SRIOV_CTRL, 0);
+            vsriov_cfg_writew(&p, 1, 0, sriov + PCI_SRIOV_NUM_VF, v % 5);
+            vsriov_cfg_writew(&p, 1, 0, sriov + PCI_SRIOV_CTRL,
+                              (v >> 8) & 1 ? PCI_SRIOV_CTRL_VFE : 0);
+            continue;
+        }
 
         /* Aim at the opcode often, so commands run with random input. */
         if (i % 3 == 0) {
@@ -375,6 +395,9 @@ static void test_random_writes(void)
         }
     }
     g_rand_free(rand);
+    g_test_message("%ld operations in %.1f s (%s pool)", ops,
+                   (g_get_monotonic_time() - t0) / 1e6, lazy ? "lazy" : "premapped");
+    set_vfs(&p, 3);
     g_assert_cmpuint(vsriov_cfg_readl(&p, 1, 0, cap), ==, hdr);
     g_assert_cmpuint(vsriov_cfg_readl(&p, 1, 0, cap + 4), ==, vsec);
     g_assert_cmpuint(vsriov_cfg_readw(&p, 1, 0, sriov + PCI_SRIOV_TOTAL_VF),
@@ -386,6 +409,16 @@ static void test_random_writes(void)
     set_vfs(&p, 3);
     assert_config(qts, 2, NULL, 0, 0, "auto", 0);
     qtest_quit(qts);
+}
+
+static void test_random_writes(void)
+{
+    random_writes(false);
+}
+
+static void test_random_writes_lazy(void)
+{
+    random_writes(true);
 }
 
 /*
@@ -437,5 +470,6 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/vfcfg/pf-reset", test_pf_reset);
     qtest_add_func("/vsriov/vfcfg/bad-group", test_bad_group);
     qtest_add_func("/vsriov/vfcfg/random-writes", test_random_writes);
+    qtest_add_func("/vsriov/vfcfg/random-writes-lazy", test_random_writes_lazy);
     return g_test_run();
 }
