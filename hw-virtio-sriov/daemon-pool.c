@@ -92,6 +92,7 @@ struct VsriovDaemonPool {
     int fd;                 /* connection to the daemon */
     uint32_t seq;
     GArray *late_handles;   /* VFs of CLAIM answers that came too late */
+    GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
     bool releasing_late;
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
@@ -320,17 +321,31 @@ static void release_late(VsriovDaemonPool *dp)
     }
 }
 
-/* An answer to a request that had timed out: drop it, keep its VFs' handles. */
+/*
+ * An answer to a request that had timed out: drop it; if it answers a
+ * CLAIM, keep its VFs' handles, to give them back.  (Other answers name
+ * VFs too: a late SET_ATTRS answer names the VF it changed, which stays
+ * this VM's.)
+ */
 static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
                              GByteArray *payload, int *fds, int n_fds)
 {
+    uint32_t seq = ldl_le_p(hdr + 8);
     uint32_t handles[VPD_MAX_FDS];
     uint32_t n = 0;
+    bool claim = false;
 
     for (int i = 0; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
+    for (guint i = 0; i < dp->late_claims->len; i++) {
+        if (g_array_index(dp->late_claims, uint32_t, i) == seq) {
+            g_array_remove_index_fast(dp->late_claims, i);
+            claim = true;
+            break;
+        }
+    }
+    if (claim && lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
         /* a CLAIM answer has one VF, and one fd, per VF */
         n = parse_handles(payload, handles, NULL, VPD_MAX_FDS);
         g_array_append_vals(dp->late_handles, handles, n);
@@ -389,6 +404,8 @@ static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
         }
         close(dp->fd);
         dp->fd = -1;
+        /* no late answer comes on a new connection */
+        g_array_set_size(dp->late_claims, 0);
         trace_vsriov_daemon_pool_reconnect(
             object_get_canonical_path_component(OBJECT(dp)), dp->socket);
     }
@@ -420,6 +437,11 @@ static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
     for (unsigned late = 0;; late++) {
         payload = recv_answer(dp, hdr, got_fds, &n_fds, deadline, errp);
         if (!payload) {
+            if (lduw_le_p(m->data + 6) == VPD_MSG_CLAIM &&
+                dp->late_claims->len < VPD_MAX_LATE) {
+                /* its answer may still come, with VFs to give back */
+                g_array_append_val(dp->late_claims, seq);
+            }
             return NULL;
         }
         if (ldl_le_p(hdr + 8) == seq) {
@@ -766,7 +788,15 @@ static int daemon_configure(VsriovPool *pool, NetClientState *nc,
         put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
     reply = transact(dp, m, NULL, 0, &nfds, errp);
-    return reply ? 0 : -dp->last_errno;
+    if (reply) {
+        return 0;
+    }
+    /*
+     * QEMU checked the values already: what the daemon calls invalid
+     * (EINVAL: outside the pool's policy, docs/daemon-protocol.md) is its
+     * policy's refusal.
+     */
+    return dp->last_errno == EINVAL ? -EPERM : -dp->last_errno;
 }
 
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)
@@ -860,6 +890,7 @@ static void daemon_pool_instance_init(Object *obj)
 
     dp->fd = -1;
     dp->late_handles = g_array_new(false, false, sizeof(uint32_t));
+    dp->late_claims = g_array_new(false, false, sizeof(uint32_t));
 }
 
 static void daemon_pool_instance_finalize(Object *obj)
@@ -884,6 +915,7 @@ static void daemon_pool_instance_finalize(Object *obj)
         close(dp->fd);
     }
     g_array_unref(dp->late_handles);
+    g_array_unref(dp->late_claims);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
     g_free(dp->vfs);
