@@ -130,6 +130,7 @@ static int count_pa_devices(void)
 
 bool vsriov_check_backend_memory(NetClientState *nc, Error **errp)
 {
+    ERRP_GUARD();
     g_autofree char *parent = NULL;
     g_autofree char *which = NULL;
     uint64_t ram = current_machine->ram_size;
@@ -144,11 +145,12 @@ bool vsriov_check_backend_memory(NetClientState *nc, Error **errp)
         if (!guest_ram_shared(&which)) {
             error_setg(errp, "netdev '%s': the vDPA device (%s) maps guest "
                        "memory by virtual address and ignores private "
-                       "memory, but guest RAM '%s' is private; give the "
-                       "guest shared file-backed RAM, e.g. -object "
-                       "memory-backend-memfd,id=mem,size=%" PRIu64 "M,"
-                       "share=on -machine memory-backend=mem",
-                       nc->name, parent, which, ram / MiB);
+                       "memory, but guest RAM '%s' is private",
+                       nc->name, parent, which);
+            error_append_hint(errp, "Give the guest shared file-backed RAM, "
+                              "e.g. -object memory-backend-memfd,id=mem,"
+                              "size=%" PRIu64 "M,share=on "
+                              "-machine memory-backend=mem\n", ram / MiB);
             return false;
         }
         return true;
@@ -160,10 +162,11 @@ bool vsriov_check_backend_memory(NetClientState *nc, Error **errp)
     if ((uint64_t)rl.rlim_cur < ram * pa) {
         error_setg(errp, "netdev '%s': %d vDPA device(s) pin guest RAM "
                    "(%" PRIu64 " MiB each, %" PRIu64 " MiB in all) but the "
-                   "memlock limit is %" PRIu64 " MiB; raise it (ulimit -l, "
-                   "systemd LimitMEMLOCK=, libvirt <memoryBacking><locked/>)",
+                   "memlock limit is %" PRIu64 " MiB",
                    nc->name, pa, ram / MiB, ram * pa / MiB,
                    (uint64_t)rl.rlim_cur / MiB);
+        error_append_hint(errp, "Raise it (ulimit -l, systemd LimitMEMLOCK=, "
+                          "libvirt <memoryBacking><locked/>).\n");
         return false;
     }
     return true;

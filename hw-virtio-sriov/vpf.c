@@ -378,6 +378,7 @@ static void vpf_vfs_disabled(PCIDevice *pf)
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp)
 {
+    ERRP_GUARD();
     const char *id = DEVICE(pf)->id;
     VsriovPoolClass *pc;
     unsigned free_backends, max_fns, n;
@@ -403,9 +404,10 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         return false;
     }
     if (!pci_is_express(pf) || pci_bus_is_root(pci_get_bus(pf))) {
-        error_setg(errp, "sriov-pool needs the PF on a PCI Express port, "
-                   "e.g. -device pcie-root-port,id=rp0 "
-                   "-device virtio-net-pci,bus=rp0,...");
+        error_setg(errp, "sriov-pool needs the PF on a PCI Express port");
+        error_append_hint(errp, "Put it on a root port, e.g. -device "
+                          "pcie-root-port,id=rp0 "
+                          "-device virtio-net-pci,bus=rp0,...\n");
         return false;
     }
     if (PCI_FUNC(pf->devfn)) {

@@ -212,7 +212,7 @@ def test_daemon_provisions_and_serves(l1host):
                    "-device pcie-root-port,id=rp0 -netdev user,id=n0 "
                    "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0", timeout=120)
     assert r.status == 1 and "netdev 'p0.0': the vDPA device (/sys/devices/vpd-" \
-        in r.stderr and "is private; give the guest shared file-backed RAM" in r.stderr, str(r)
+        in r.stderr and "Give the guest shared file-backed RAM" in r.stderr, str(r)
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     l1host.check(f"setsid {qemu} -M q35 -nodefaults -display none -S "
                  "-object memory-backend-memfd,id=mem0,size=512M,share=on "

@@ -78,8 +78,9 @@ def test_unmappable_guest_memory_is_refused_at_start(l1host):
     assert r.status == 1, str(r)
     assert "netdev 'v0': the vDPA device (/sys/devices/memchk) maps guest memory by " \
         "virtual address" in r.stderr, str(r)
-    assert "guest RAM 'pc.ram' is private; give the guest shared file-backed RAM, e.g. " \
-        "-object memory-backend-memfd,id=mem,size=256M,share=on -machine " \
+    assert "guest RAM 'pc.ram' is private\n" in r.stderr, str(r)
+    assert "Give the guest shared file-backed RAM, e.g. -object " \
+        "memory-backend-memfd,id=mem,size=256M,share=on -machine " \
         "memory-backend=mem" in r.stderr, str(r)
     r = l1host.run(MEMCHK_QEMU.format(mem=SHARED_RAM, dev=dev), timeout=120)
     assert r.status == 0, str(r)
@@ -93,7 +94,7 @@ def test_unmappable_guest_memory_is_refused_at_start(l1host):
                        timeout=120)
         assert r.status == 1, str(r)
         assert "netdev 'v0': 1 vDPA device(s) pin guest RAM (256 MiB each, 256 MiB in " \
-            "all) but the memlock limit is 64 MiB; raise it (ulimit -l" in r.stderr, str(r)
+            "all) but the memlock limit is 64 MiB\nRaise it (ulimit -l" in r.stderr, str(r)
         r = l1host.run("prlimit --memlock=unlimited " + MEMCHK_QEMU.format(mem="", dev=dev),
                        timeout=120)
         assert r.status == 0, str(r)
