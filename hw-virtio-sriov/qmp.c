@@ -36,8 +36,8 @@ static VsriovVFConfigInfo *vf_config_info(VsriovPF *vpf, uint16_t i)
     }
     info->vlan = c->vlan;
     info->qos = c->qos;
-    info->vlan_proto = g_strdup(c->vlan_proto == 0x88a8 ? "802.1ad"
-                                                         : "802.1Q");
+    info->vlan_proto = c->vlan_proto == 0x88a8 ? VSRIOV_VLAN_PROTO_DOT1AD
+                                               : VSRIOV_VLAN_PROTO_DOT1Q;
     info->spoof_check = c->spoofchk;
     info->trust = c->trust;
     info->link_state = c->link_state;
@@ -150,7 +150,8 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
             monitor_printf(mon, "    vlan %u qos %u proto %s, spoofchk %s, "
                            "trust %s, link-state %s, tx rate %u-%u Mbit/s"
                            "%s%s\n", vf->config->vlan, vf->config->qos,
-                           vf->config->vlan_proto,
+                           vf->config->vlan_proto == VSRIOV_VLAN_PROTO_DOT1AD
+                           ? "802.1ad" : "802.1Q",
                            vf->config->spoof_check ? "on" : "off",
                            vf->config->trust ? "on" : "off",
                            VsriovVFLinkState_str(vf->config->link_state),

@@ -93,7 +93,7 @@ def test_vf_control_through_pf(netns, guest_factory):
     # QMP says the same.
     q0, q1 = qmp_vfs(g)
     assert q0["mac"] == VF_MAC
-    assert q0["config"] == {"mac": VF_MAC, "vlan": 100, "qos": 3, "vlan-proto": "802.1Q",
+    assert q0["config"] == {"mac": VF_MAC, "vlan": 100, "qos": 3, "vlan-proto": "dot1q",
                             "spoof-check": True, "trust": False, "link-state": "enable",
                             "min-tx-rate": 0, "max-tx-rate": 1000, "applied": "recorded"}
     assert "mac" not in q1["config"] and q1["config"]["vlan"] == 0
@@ -117,7 +117,7 @@ def test_vf_control_through_pf(netns, guest_factory):
 
     # 802.1ad reaches QMP too.
     g.check(f"ip link set {dev} vf 1 vlan 10 qos 1 proto 802.1ad")
-    assert qmp_vfs(g)[1]["config"]["vlan-proto"] == "802.1ad"
+    assert qmp_vfs(g)[1]["config"]["vlan-proto"] == "dot1ad"
     g.check(f"ip link set {dev} vf 1 vlan 0")
     assert qmp_vfs(g)[1]["config"]["vlan"] == 0
 
