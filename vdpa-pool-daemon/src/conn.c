@@ -107,6 +107,25 @@ bool vpd_conn_send(struct vpd_conn *c, const void *data, gsize len, GError **err
 	return true;
 }
 
+int vpd_conn_read_ready(struct vpd_conn *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if (c->fd < 0 || poll(&pfd, 1, 0) != 1)
+		return 0;
+	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		vpd_conn_close(c);
+		return -1;
+	}
+	g_byte_array_append(c->in, buf, n);
+	return 1;
+}
+
 bool vpd_conn_recv(struct vpd_conn *c, gint64 deadline, GError **error)
 {
 	uint8_t buf[16384];

@@ -33,6 +33,11 @@ bool vpd_conn_send(struct vpd_conn *c, const void *data, gsize len, GError **err
 /* Read more into c->in, waiting at most until deadline (monotonic, us);
  * on failure the connection is closed. */
 bool vpd_conn_recv(struct vpd_conn *c, gint64 deadline, GError **error);
+/*
+ * Without waiting, read into c->in what has come: 1 if something did, 0
+ * if nothing, -1 if the peer closed the connection (c is closed too).
+ */
+int vpd_conn_read_ready(struct vpd_conn *c);
 
 /*
  * Set error (G_IO_ERROR, code: which kind of failure, as ovs.h lists them)

@@ -4,10 +4,6 @@
  * ofconn.h).  Each wait takes at most VPD_OVS_TIMEOUT_MS.
  */
 #include "ofconn.h"
-#include <errno.h>
-
-#include <poll.h>
-#include <sys/socket.h>
 
 void vpd_ofconn_init(struct vpd_ofconn *of, char *path, const char *bridge)
 {
@@ -59,20 +55,10 @@ bool vpd_ofconn_send(struct vpd_ofconn *of, const GByteArray *msgs, GError **err
 bool vpd_ofconn_closed_by_peer(struct vpd_ofconn *of)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = of->c.fd, .events = POLLIN };
-		uint8_t buf[4096];
-		ssize_t n;
+		int r = vpd_conn_read_ready(&of->c);
 
-		if (of->c.fd < 0 || poll(&pfd, 1, 0) != 1)
-			return false;
-		n = recv(of->c.fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return false;
-		if (n <= 0) {
-			vpd_conn_close(&of->c);
-			return true;
-		}
-		g_byte_array_append(of->c.in, buf, n);
+		if (r <= 0)
+			return r < 0;
 		/* Whole messages: echo requests answered, the rest (late replies) dropped. */
 		while (of->c.in->len >= 8) {
 			const uint8_t *m = of->c.in->data;

@@ -5,11 +5,7 @@
  */
 #include "ovsdb.h"
 
-#include <errno.h>
-#include <poll.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
 
 void vpd_ovsdb_init(struct vpd_ovsdb *db, const char *path)
 {
@@ -169,21 +165,8 @@ struct vpd_json *vpd_ovsdb_wait(struct vpd_ovsdb *db, unsigned id, GError **erro
 
 void vpd_ovsdb_idle(struct vpd_ovsdb *db)
 {
-	for (;;) {
-		struct pollfd pfd = { .fd = db->c.fd, .events = POLLIN };
-		uint8_t buf[4096];
-		ssize_t n;
-
-		if (db->c.fd < 0 || poll(&pfd, 1, 0) != 1)
-			return;
-		n = recv(db->c.fd, buf, sizeof(buf), MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n <= 0) {
-			vpd_conn_close(&db->c);  /* the next request connects again */
-			return;
-		}
-		g_byte_array_append(db->c.in, buf, n);
+	/* (closed: the next request connects again) */
+	while (vpd_conn_read_ready(&db->c) > 0) {
 		for (;;) {
 			gssize span = vpd_json_span((char *)db->c.in->data, db->c.in->len);
 			g_autoptr(vpd_json) msg = NULL;
