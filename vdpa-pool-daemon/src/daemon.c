@@ -496,12 +496,19 @@ int main(int argc, char **argv)
 	};
 	fit_fd_limit(&limits);
 	vpd_server_set_limits(server, &limits);
-	if (fake_dir && fake_dp) {
+	if (fake_dp) {
 		char *end;
 
+		errno = 0;
 		fake.delay_ms = strtoul(fake_dp, &end, 10);
-		if (*end == ',')
+		if (*end == ',' && end[1])
 			fake.fail_vf = strtol(end + 1, &end, 10);
+		if (!fake_dir || errno || end == fake_dp || *end || fake.delay_ms > 600000) {
+			g_set_error(&err, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+				    "--fake-datapath %s: wants MS[,N] (MS at most 600000) and "
+				    "--fake-vhost-dir", fake_dp);
+			goto out;
+		}
 		vpd_server_set_apply(server, apply_fake, &fake);
 		vpd_server_set_flows(server, flows_fake, &fake);
 	}

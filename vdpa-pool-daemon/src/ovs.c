@@ -236,6 +236,23 @@ static void set_str(JsonBuilder *b, const char *column, const char *v)
 	json_builder_add_string_value(b, v);
 }
 
+/* An insert of a row named name, left open for its other columns. */
+static void insert_begin(JsonBuilder *ops, const char *table, const char *name)
+{
+	op_begin(ops, "insert", table);
+	json_builder_set_member_name(ops, "row");
+	json_builder_begin_object(ops);
+	set_str(ops, "name", name);
+}
+
+/* ... closed, the new row known in the transaction as uuid_name. */
+static void insert_end(JsonBuilder *ops, const char *uuid_name)
+{
+	json_builder_end_object(ops);
+	set_str(ops, "uuid-name", uuid_name);
+	op_end(ops);
+}
+
 static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 {
 	static const char *const bridge_cols[] = { "name", "protocols", "datapath_type", NULL };
@@ -260,27 +277,14 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 	g_clear_object(&ops);
 	ops = ops_new();
 	if (vpd_json_len(rows) == 0) {
-		op_begin(ops, "insert", "Interface");
-		json_builder_set_member_name(ops, "row");
-		json_builder_begin_object(ops);
-		set_str(ops, "name", br);
+		insert_begin(ops, "Interface", br);
 		set_str(ops, "type", "internal");
-		json_builder_end_object(ops);
-		set_str(ops, "uuid-name", "i0");
-		op_end(ops);
-		op_begin(ops, "insert", "Port");
-		json_builder_set_member_name(ops, "row");
-		json_builder_begin_object(ops);
-		set_str(ops, "name", br);
+		insert_end(ops, "i0");
+		insert_begin(ops, "Port", br);
 		json_builder_set_member_name(ops, "interfaces");
 		add_uuid(ops, "i", 0, NULL);
-		json_builder_end_object(ops);
-		set_str(ops, "uuid-name", "p0");
-		op_end(ops);
-		op_begin(ops, "insert", "Bridge");
-		json_builder_set_member_name(ops, "row");
-		json_builder_begin_object(ops);
-		set_str(ops, "name", br);
+		insert_end(ops, "p0");
+		insert_begin(ops, "Bridge", br);
 		json_builder_set_member_name(ops, "ports");
 		add_uuid(ops, "p", 0, NULL);
 		set_str(ops, "fail_mode", "secure");
@@ -294,9 +298,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		json_builder_add_string_value(ops, "OpenFlow14");
 		json_builder_end_array(ops);
 		json_builder_end_array(ops);
-		json_builder_end_object(ops);
-		set_str(ops, "uuid-name", "b0");
-		op_end(ops);
+		insert_end(ops, "b0");
 		op_begin(ops, "mutate", "Open_vSwitch");
 		where_name(ops, NULL);
 		json_builder_set_member_name(ops, "mutations");
@@ -457,10 +459,7 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 					    "OVS: representor %s of VF %u of PF %s is a "
 					    "port of another bridge than %s", e->rep, e->vf,
 					    e->pool->pf->name, br);
-		op_begin(ops, "insert", "Interface");
-		json_builder_set_member_name(ops, "row");
-		json_builder_begin_object(ops);
-		set_str(ops, "name", e->rep);
+		insert_begin(ops, "Interface", e->rep);
 		if (e->pool->pf->vduse) {
 			/*
 			 * OVS-DPDK makes the VDUSE device for a vhost-user client
@@ -486,24 +485,16 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 			json_builder_end_array(ops);
 		}
 		vpd_vf_interface_columns(ops, e, ofport);
-		json_builder_end_object(ops);
-		json_builder_set_member_name(ops, "uuid-name");
 		{
 			g_autofree char *iname = g_strdup_printf("i%u", i);
 			g_autofree char *pname = g_strdup_printf("p%u", i);
 
-			json_builder_add_string_value(ops, iname);
-			op_end(ops);
-			op_begin(ops, "insert", "Port");
-			json_builder_set_member_name(ops, "row");
-			json_builder_begin_object(ops);
-			set_str(ops, "name", e->rep);
+			insert_end(ops, iname);
+			insert_begin(ops, "Port", e->rep);
 			json_builder_set_member_name(ops, "interfaces");
 			add_uuid(ops, "i", i, NULL);
 			vpd_vf_port_columns(ops, e);
-			json_builder_end_object(ops);
-			set_str(ops, "uuid-name", pname);
-			op_end(ops);
+			insert_end(ops, pname);
 		}
 		mutate_ports(ops, br, "insert", "p", i, NULL);
 		n_new++;
@@ -673,14 +664,17 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	if (!e->rep)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
 				    "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
-	update_ops(ops, e, vpd_vf_ofport(pfi, e->vf));
 	{
-		/* what the rows are to be, to compare with what OVS has */
-		g_autoptr(JsonBuilder) copy = ops_new();
+		/* the rows as they are to be: compared with the last committed */
+		g_autoptr(JsonBuilder) b = ops_new();
+		JsonArray *a;
 
-		update_ops(copy, e, vpd_vf_ofport(pfi, e->vf));
-		rows_ops = ops_end(copy);
+		update_ops(b, e, vpd_vf_ofport(pfi, e->vf));
+		rows_ops = ops_end(b);
 		rows = json_to_string(rows_ops, FALSE);
+		a = json_node_get_array(rows_ops);
+		for (guint i = 0; i < json_array_get_length(a); i++)
+			json_builder_add_value(ops, json_array_dup_element(a, i));
 	}
 	last = g_hash_table_lookup(o->rows, KEY(e));
 	db = !last || strcmp(last, rows);
