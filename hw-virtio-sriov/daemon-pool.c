@@ -31,7 +31,9 @@
 #include "qapi/qapi-types-net.h"
 #include "qapi/visitor.h"
 #include "qemu/error-report.h"
+#include "qemu/main-loop.h"
 #include "qemu/sockets.h"
+#include "qemu/timer.h"
 #include "qom/object_interfaces.h"
 #include "net/net.h"
 #include "vsriov.h"
@@ -72,7 +74,31 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
 #define VPD_A_MESSAGE       18
 
 #define VPD_TIMEOUT_S       5
-#define VPD_MAX_LATE        16  /* late answers dropped in one transact */
+#define VPD_MAX_LATE        16  /* timed-out CLAIMs whose VFs come back */
+
+#define VPD_MAX_PENDING     1024    /* requests in flight per pool */
+
+typedef struct DaemonReq DaemonReq;
+typedef void DaemonReqDone(DaemonReq *req);
+
+/* A request to the daemon, from its sending to its completion. */
+struct DaemonReq {
+    VsriovDaemonPool *dp;
+    uint32_t seq;
+    uint16_t type;              /* VPD_MSG_* */
+    int max_fds;                /* descriptors its answer may carry */
+    int64_t deadline;           /* QEMU_CLOCK_REALTIME, ns */
+    DaemonReqDone *done;        /* NULL: req_wait() takes the outcome */
+    void *opaque;
+    /* the outcome */
+    bool finished;
+    int err;                    /* 0, or a positive errno with @error */
+    Error *error;
+    GByteArray *reply;          /* a REPLY's payload */
+    int *fds;                   /* and its descriptors */
+    int nfds;
+    QTAILQ_ENTRY(DaemonReq) next;
+};
 
 /* What a CLAIM answer says of a VF, besides its handle and descriptor. */
 typedef struct DaemonVF {
@@ -89,16 +115,24 @@ struct VsriovDaemonPool {
     uint32_t count;
 
     /* runtime */
-    int fd;                 /* connection to the daemon */
+    int fd;                 /* connection to the daemon, or -1 */
     uint32_t seq;
-    GArray *late_handles;   /* VFs of CLAIM answers that came too late */
+    QTAILQ_HEAD(, DaemonReq) pending;   /* sent, in order, not answered */
+    unsigned n_pending;
+    QTAILQ_HEAD(, DaemonReq) finished;  /* their completion to run */
+    QEMUBH *done_bh;
+    QEMUTimer *deadline_timer;
+    GByteArray *out;        /* bytes not sent yet */
+    uint8_t in_hdr[VPD_HEADER_SIZE];    /* the message being read */
+    GByteArray *in_payload;
+    uint32_t in_got;
+    int in_fds[VPD_MAX_FDS];
+    int in_nfds;            /* VPD_MAX_FDS + 1: too many came */
     GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
-    bool releasing_late;
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
     DaemonVF *vfs;          /* what the daemon said of each VF */
     bool netdevs_created;
-    int last_errno;         /* why the last transact() failed */
 };
 
 static VsriovPoolClass *parent_class;
@@ -143,7 +177,8 @@ static void put_str(GByteArray *m, uint16_t type, const char *s)
     put_attr(m, type, s, strlen(s) + 1);
 }
 
-static GByteArray *msg_new(uint16_t type, uint32_t seq)
+/* A message of @type; req_send() gives it its sequence number and length. */
+static GByteArray *msg_new(uint16_t type)
 {
     GByteArray *m = g_byte_array_new();
     uint8_t hdr[VPD_HEADER_SIZE];
@@ -151,107 +186,10 @@ static GByteArray *msg_new(uint16_t type, uint32_t seq)
     stl_le_p(hdr, VPD_MAGIC);
     stw_le_p(hdr + 4, VPD_VERSION);
     stw_le_p(hdr + 6, type);
-    stl_le_p(hdr + 8, seq);
+    stl_le_p(hdr + 8, 0);
     stl_le_p(hdr + 12, 0);
     g_byte_array_append(m, hdr, sizeof(hdr));
     return m;
-}
-
-/*
- * Read one message from the daemon: its header into @hdr, its payload, and
- * the fds that came with it into @fds (VPD_MAX_FDS of them at most; more is
- * an error).  NULL with @errp set on failure, no fds left open.
- */
-static GByteArray *recv_answer(VsriovDaemonPool *dp, uint8_t *hdr, int *fds,
-                               int *nfds, int64_t deadline, Error **errp)
-{
-    const int max_fds = VPD_MAX_FDS;
-    const char *id = object_get_canonical_path_component(OBJECT(dp));
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * VPD_MAX_FDS)];
-        struct cmsghdr align;
-    } u;
-    g_autoptr(GByteArray) payload = g_byte_array_new();
-    uint32_t len, got = 0;
-    int n_fds = 0;
-
-    while (got < VPD_HEADER_SIZE + payload->len || got < VPD_HEADER_SIZE) {
-        struct iovec iov;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-                             .msg_control = u.buf,
-                             .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *cm;
-        ssize_t r;
-
-        if (got < VPD_HEADER_SIZE) {
-            iov.iov_base = hdr + got;
-            iov.iov_len = VPD_HEADER_SIZE - got;
-        } else {
-            iov.iov_base = payload->data + got - VPD_HEADER_SIZE;
-            iov.iov_len = payload->len - (got - VPD_HEADER_SIZE);
-        }
-        /* One deadline for the whole request, however the bytes trickle. */
-        struct pollfd pfd = { .fd = dp->fd, .events = POLLIN };
-        int64_t left = (deadline - g_get_monotonic_time()) / 1000;
-
-        if (left <= 0 || poll(&pfd, 1, left) == 0) {
-            dp->last_errno = ETIMEDOUT;
-            error_setg(errp, "vsriov-daemon-pool '%s': %s did not answer "
-                       "within %d s", id, dp->socket, VPD_TIMEOUT_S);
-            goto fail;
-        }
-        r = recvmsg(dp->fd, &mh, MSG_CMSG_CLOEXEC);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-                for (int i = 0; i < k; i++) {
-                    int fd;
-
-                    memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                    if (n_fds < max_fds) {
-                        fds[n_fds++] = fd;
-                    } else {
-                        close(fd);
-                        n_fds = max_fds + 1;
-                    }
-                }
-            }
-        }
-        if (r <= 0) {
-            error_setg(errp, "vsriov-daemon-pool '%s': %s closed the "
-                       "connection or did not answer within %d s", id,
-                       dp->socket, VPD_TIMEOUT_S);
-            goto fail;
-        }
-        got += r;
-        if (got == VPD_HEADER_SIZE) {
-            len = ldl_le_p(hdr + 12);
-            if (ldl_le_p(hdr) != VPD_MAGIC || len > VPD_MAX_PAYLOAD ||
-                (len % 4)) {
-                error_setg(errp, "vsriov-daemon-pool '%s': %s does not speak "
-                           "the vdpa-pool-daemon protocol", id, dp->socket);
-                goto fail;
-            }
-            g_byte_array_set_size(payload, len);
-        }
-    }
-    if (n_fds > max_fds) {
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon sent more file "
-                   "descriptors than the protocol allows", id);
-        goto fail;
-    }
-    *nfds = n_fds;
-    return g_steal_pointer(&payload);
-
-fail:
-    for (int i = 0; i < MIN(n_fds, max_fds); i++) {
-        close(fds[i]);
-    }
-    return NULL;
 }
 
 /*
@@ -301,43 +239,190 @@ static uint32_t parse_handles(GByteArray *p, uint32_t *handles, DaemonVF *vfs,
     return found;
 }
 
-static void release_handle(VsriovDaemonPool *dp, uint32_t handle);
-
 /*
- * Give back the VFs of CLAIM answers that came after their request had
- * timed out (see transact()).  Not again from within release_handle's own
- * transact: what that one finds is given back the next time.
+ * ---- the connection -----------------------------------------------------
+ *
+ * One connection per pool, on QEMU's main loop: requests are written
+ * without blocking, answers are read by a fd handler as they come, in
+ * pieces if they trickle, and matched to their request by sequence number.
+ * Each request has a deadline (VPD_TIMEOUT_S); a timer fails the ones that
+ * pass it.  A request's completion runs from a bottom half, never inside
+ * the call that sent it nor inside another request's wait.
+ *
+ * Only the pool's creation and a lazy pool's claim wait for their answer
+ * (req_wait(), which reads the same stream with poll() up to the
+ * request's deadline); everything else completes in the main loop.
  */
-static void release_late(VsriovDaemonPool *dp)
-{
-    while (dp->late_handles->len && !dp->releasing_late) {
-        uint32_t h = g_array_index(dp->late_handles, uint32_t,
-                                   dp->late_handles->len - 1);
 
-        g_array_set_size(dp->late_handles, dp->late_handles->len - 1);
-        dp->releasing_late = true;
-        release_handle(dp, h);
-        dp->releasing_late = false;
+static void conn_readable(void *opaque);
+static void conn_writable(void *opaque);
+
+static const char *dp_id(VsriovDaemonPool *dp)
+{
+    return object_get_canonical_path_component(OBJECT(dp));
+}
+
+static void req_free(DaemonReq *req)
+{
+    for (int i = 0; i < req->nfds; i++) {
+        close(req->fds[i]);
+    }
+    g_free(req->fds);
+    if (req->reply) {
+        g_byte_array_unref(req->reply);
+    }
+    error_free(req->error);
+    g_free(req);
+}
+
+static void done_bh(void *opaque)
+{
+    VsriovDaemonPool *dp = opaque;
+    DaemonReq *req;
+
+    while ((req = QTAILQ_FIRST(&dp->finished))) {
+        QTAILQ_REMOVE(&dp->finished, req, next);
+        req->done(req);
+        req_free(req);
     }
 }
 
 /*
- * An answer to a request that had timed out: drop it; if it answers a
- * CLAIM, keep its VFs' handles, to give them back.  (Other answers name
- * VFs too: a late SET_ATTRS answer names the VF it changed, which stays
- * this VM's.)
+ * @req is answered or failed (err 0 or a positive errno, @error with it):
+ * its waiter sees it now, its completion runs from the bottom half.
  */
-static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
-                             GByteArray *payload, int *fds, int n_fds)
+static void req_finish(DaemonReq *req, int err, Error *error)
 {
-    uint32_t seq = ldl_le_p(hdr + 8);
+    VsriovDaemonPool *dp = req->dp;
+
+    req->finished = true;
+    req->err = err;
+    req->error = error;
+    if (req->done) {
+        QTAILQ_INSERT_TAIL(&dp->finished, req, next);
+        qemu_bh_schedule(dp->done_bh);
+    }
+}
+
+static void conn_update_handlers(VsriovDaemonPool *dp)
+{
+    if (dp->fd >= 0) {
+        qemu_set_fd_handler(dp->fd, conn_readable,
+                            dp->out->len ? conn_writable : NULL, dp);
+    }
+}
+
+static void conn_reset_reader(VsriovDaemonPool *dp)
+{
+    for (int i = 0; i < MIN(dp->in_nfds, VPD_MAX_FDS); i++) {
+        close(dp->in_fds[i]);
+    }
+    dp->in_nfds = 0;
+    dp->in_got = 0;
+    g_byte_array_set_size(dp->in_payload, 0);
+}
+
+/*
+ * The connection is gone or unusable (@why): every request in flight
+ * fails, and the next one connects again.
+ */
+static void conn_close(VsriovDaemonPool *dp, const char *why)
+{
+    DaemonReq *req;
+
+    if (dp->fd < 0) {
+        return;
+    }
+    trace_vsriov_daemon_pool_disconnect(dp_id(dp), dp->socket, why);
+    qemu_set_fd_handler(dp->fd, NULL, NULL, NULL);
+    close(dp->fd);
+    dp->fd = -1;
+    conn_reset_reader(dp);
+    g_byte_array_set_size(dp->out, 0);
+    /* no late answer comes on a new connection */
+    g_array_set_size(dp->late_claims, 0);
+    while ((req = QTAILQ_FIRST(&dp->pending))) {
+        Error *err = NULL;
+
+        QTAILQ_REMOVE(&dp->pending, req, next);
+        dp->n_pending--;
+        error_setg(&err, "vsriov-daemon-pool '%s': %s: %s", dp_id(dp),
+                   dp->socket, why);
+        req_finish(req, EIO, err);
+    }
+    timer_del(dp->deadline_timer);
+}
+
+static void conn_flush(VsriovDaemonPool *dp)
+{
+    while (dp->fd >= 0 && dp->out->len) {
+        ssize_t r = send(dp->fd, dp->out->data, dp->out->len,
+                         MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        }
+        if (r <= 0) {
+            conn_close(dp, "cannot send (the daemon closed the connection)");
+            return;
+        }
+        g_byte_array_remove_range(dp->out, 0, r);
+    }
+    conn_update_handlers(dp);
+}
+
+static void conn_writable(void *opaque)
+{
+    conn_flush(opaque);
+}
+
+/* The ERROR answer's sentence and errno, as @req's failure. */
+static void req_refused(DaemonReq *req, GByteArray *payload)
+{
+    const char *msg = "unknown error";
+    Error *err = NULL;
+    int e = EIO;
+
+    for (uint32_t o = 0; o + 4 <= payload->len;) {
+        uint16_t t = lduw_le_p(payload->data + o);
+        uint16_t l = lduw_le_p(payload->data + o + 2);
+
+        if (o + 4 + l > payload->len) {
+            break;
+        }
+        if (t == VPD_A_MESSAGE && l && !payload->data[o + 4 + l - 1]) {
+            msg = (const char *)payload->data + o + 4;
+        } else if (t == VPD_A_ERRNO && l == 4) {
+            uint32_t v = ldl_le_p(payload->data + o + 4);
+
+            if (v && v < 4096) {
+                e = v;
+            }
+        }
+        o += 4 + ROUND_UP(l, 4);
+    }
+    error_setg(&err, "vsriov-daemon-pool '%s': the daemon refused: %s",
+               dp_id(req->dp), msg);
+    req_finish(req, e, err);
+}
+
+static void send_release(VsriovDaemonPool *dp, uint32_t handle);
+
+/*
+ * An answer whose request is no longer waited for (it timed out): if it
+ * answers a CLAIM, its VFs go back at once.  (Other answers name VFs too:
+ * a late SET_ATTRS answer names the VF it changed, which stays this VM's.)
+ */
+static void conn_late_answer(VsriovDaemonPool *dp, uint32_t seq,
+                             uint16_t type, GByteArray *payload)
+{
     uint32_t handles[VPD_MAX_FDS];
     uint32_t n = 0;
     bool claim = false;
 
-    for (int i = 0; i < n_fds; i++) {
-        close(fds[i]);
-    }
     for (guint i = 0; i < dp->late_claims->len; i++) {
         if (g_array_index(dp->late_claims, uint32_t, i) == seq) {
             g_array_remove_index_fast(dp->late_claims, i);
@@ -345,164 +430,328 @@ static void drop_late_answer(VsriovDaemonPool *dp, const uint8_t *hdr,
             break;
         }
     }
-    if (claim && lduw_le_p(hdr + 6) == VPD_MSG_REPLY) {
-        /* a CLAIM answer has one VF, and one fd, per VF */
+    if (claim && type == VPD_MSG_REPLY) {
         n = parse_handles(payload, handles, NULL, VPD_MAX_FDS);
-        g_array_append_vals(dp->late_handles, handles, n);
+        for (uint32_t i = 0; i < n; i++) {
+            send_release(dp, handles[i]);
+        }
     }
-    trace_vsriov_daemon_pool_late_answer(
-        object_get_canonical_path_component(OBJECT(dp)), ldl_le_p(hdr + 8), n);
+    trace_vsriov_daemon_pool_late_answer(dp_id(dp), seq, n);
 }
 
-/*
- * Send @m and read the answer: its payload, and the fds that came with it
- * (at most @max_fds; more is an error).  An ERROR answer becomes @errp
- * with the daemon's sentence.
- *
- * A request that timed out may still be answered later: such an answer has
- * an older sequence number and is dropped here, its fds closed and, for a
- * CLAIM, its VFs given back once this request has its answer.
- */
+/* A whole message was read: it goes to its request. */
+static void conn_dispatch(VsriovDaemonPool *dp)
+{
+    uint32_t seq = ldl_le_p(dp->in_hdr + 8);
+    uint16_t type = lduw_le_p(dp->in_hdr + 6);
+    GByteArray *payload = dp->in_payload;
+    DaemonReq *req;
+    Error *err = NULL;
+
+    QTAILQ_FOREACH(req, &dp->pending, next) {
+        if (req->seq == seq) {
+            break;
+        }
+    }
+    if (!req) {
+        conn_late_answer(dp, seq, type, payload);
+        conn_reset_reader(dp);
+        return;
+    }
+    QTAILQ_REMOVE(&dp->pending, req, next);
+    dp->n_pending--;
+    if (dp->in_nfds > VPD_MAX_FDS || dp->in_nfds > req->max_fds) {
+        error_setg(&err, "vsriov-daemon-pool '%s': the daemon sent more "
+                   "file descriptors than asked for", dp_id(dp));
+        req_finish(req, EIO, err);
+    } else if (type == VPD_MSG_ERROR) {
+        req_refused(req, payload);
+    } else if (type != VPD_MSG_REPLY) {
+        error_setg(&err, "vsriov-daemon-pool '%s': unexpected answer type %u",
+                   dp_id(dp), type);
+        req_finish(req, EIO, err);
+    } else {
+        req->fds = g_memdup2(dp->in_fds, sizeof(int) * dp->in_nfds);
+        req->nfds = dp->in_nfds;
+        dp->in_nfds = 0;
+        req->reply = g_byte_array_new();
+        g_byte_array_append(req->reply, payload->data, payload->len);
+        req_finish(req, 0, NULL);
+    }
+    conn_reset_reader(dp);
+}
+
+/* Read what the daemon sent, without waiting for more. */
+static void conn_read(VsriovDaemonPool *dp)
+{
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * VPD_MAX_FDS)];
+        struct cmsghdr align;
+    } u;
+
+    while (dp->fd >= 0) {
+        struct iovec iov;
+        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+                             .msg_control = u.buf,
+                             .msg_controllen = sizeof(u.buf) };
+        struct cmsghdr *cm;
+        uint32_t len;
+        ssize_t r;
+
+        if (dp->in_got < VPD_HEADER_SIZE) {
+            iov.iov_base = dp->in_hdr + dp->in_got;
+            iov.iov_len = VPD_HEADER_SIZE - dp->in_got;
+        } else {
+            iov.iov_base = dp->in_payload->data + dp->in_got -
+                           VPD_HEADER_SIZE;
+            iov.iov_len = dp->in_payload->len -
+                          (dp->in_got - VPD_HEADER_SIZE);
+        }
+        r = recvmsg(dp->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return;
+        }
+        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                for (int i = 0; i < k; i++) {
+                    int fd;
+
+                    memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                    if (dp->in_nfds < VPD_MAX_FDS) {
+                        dp->in_fds[dp->in_nfds++] = fd;
+                    } else {
+                        close(fd);
+                        dp->in_nfds = VPD_MAX_FDS + 1;
+                    }
+                }
+            }
+        }
+        if (r <= 0) {
+            conn_close(dp, "the daemon closed the connection");
+            return;
+        }
+        dp->in_got += r;
+        if (dp->in_got == VPD_HEADER_SIZE) {
+            len = ldl_le_p(dp->in_hdr + 12);
+            if (ldl_le_p(dp->in_hdr) != VPD_MAGIC || len > VPD_MAX_PAYLOAD ||
+                (len % 4)) {
+                conn_close(dp, "the peer does not speak the vdpa-pool-daemon "
+                           "protocol");
+                return;
+            }
+            g_byte_array_set_size(dp->in_payload, len);
+        }
+        if (dp->in_got == VPD_HEADER_SIZE + dp->in_payload->len) {
+            conn_dispatch(dp);
+        }
+    }
+}
+
+static void conn_readable(void *opaque)
+{
+    conn_read(opaque);
+}
+
+/* Fail the requests whose deadline passed; re-arm for the next one. */
+static void conn_expire(VsriovDaemonPool *dp)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    DaemonReq *req, *tmp;
+    int64_t next = INT64_MAX;
+
+    QTAILQ_FOREACH_SAFE(req, &dp->pending, next, tmp) {
+        Error *err = NULL;
+
+        if (req->deadline > now) {
+            next = MIN(next, req->deadline);
+            continue;
+        }
+        QTAILQ_REMOVE(&dp->pending, req, next);
+        dp->n_pending--;
+        if (req->type == VPD_MSG_CLAIM) {
+            /* its answer may still come, with VFs to give back */
+            if (dp->late_claims->len == VPD_MAX_LATE) {
+                g_array_remove_index(dp->late_claims, 0);
+            }
+            g_array_append_val(dp->late_claims, req->seq);
+        }
+        error_setg(&err, "vsriov-daemon-pool '%s': %s did not answer within "
+                   "%d s", dp_id(dp), dp->socket, VPD_TIMEOUT_S);
+        req_finish(req, ETIMEDOUT, err);
+    }
+    if (next == INT64_MAX) {
+        timer_del(dp->deadline_timer);
+    } else {
+        timer_mod(dp->deadline_timer, next);
+    }
+}
+
+static void deadline_cb(void *opaque)
+{
+    conn_expire(opaque);
+}
+
 static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
 {
-    const char *id = object_get_canonical_path_component(OBJECT(dp));
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    struct timeval tv = { .tv_sec = VPD_TIMEOUT_S };
+    int fd;
 
     strcpy(addr.sun_path, dp->socket);  /* its length was checked */
-    dp->fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
-    if (dp->fd < 0 ||
-        connect(dp->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+    fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0) {
         error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
-                         "connect to vdpa-pool-daemon at %s", id, dp->socket);
-        if (dp->fd >= 0) {
-            close(dp->fd);
-            dp->fd = -1;
-        }
+                         "create a socket", dp_id(dp));
         return false;
     }
-    setsockopt(dp->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(dp->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    /* not even connect() may wait: a daemon whose backlog is full fails */
+    if (!qemu_set_blocking(fd, false, errp)) {
+        close(fd);
+        return false;
+    }
+    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
+                         "connect to vdpa-pool-daemon at %s", dp_id(dp),
+                         dp->socket);
+        close(fd);
+        return false;
+    }
+    dp->fd = fd;
+    conn_update_handlers(dp);
     return true;
 }
 
 /*
  * A daemon that was restarted has closed our connection; connected again,
  * it gives this process back what it held (same pid and uid), so a
- * request after a restart works.  An open connection is kept, with any
- * late answers waiting in it.
+ * request after a restart works.
  */
 static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
 {
-    char c;
-    ssize_t r;
-
     if (dp->fd >= 0) {
-        r = recv(dp->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-            return true;
-        }
-        close(dp->fd);
-        dp->fd = -1;
-        /* no late answer comes on a new connection */
-        g_array_set_size(dp->late_claims, 0);
-        trace_vsriov_daemon_pool_reconnect(
-            object_get_canonical_path_component(OBJECT(dp)), dp->socket);
+        conn_read(dp);      /* notices a close the main loop did not yet */
+    }
+    if (dp->fd >= 0) {
+        return true;
     }
     return daemon_connect(dp, errp);
 }
 
-static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
-                            int max_fds, int *nfds, Error **errp)
+/*
+ * Send @m (consumed) as a request of @type.  Its outcome goes to @done
+ * from a bottom half, or, with @done NULL, is left in the request for
+ * req_wait().  At most @max_fds descriptors may come with the answer.
+ * Never NULL; a request that cannot be sent is finished at once.
+ */
+static DaemonReq *req_send(VsriovDaemonPool *dp, GByteArray *m,
+                           int max_fds, DaemonReqDone *done, void *opaque)
 {
-    const char *id = object_get_canonical_path_component(OBJECT(dp));
-    uint32_t seq = ldl_le_p(m->data + 8);
-    uint8_t hdr[VPD_HEADER_SIZE];
-    g_autoptr(GByteArray) payload = NULL;
-    int got_fds[VPD_MAX_FDS];
-    int n_fds = 0;
-    int64_t deadline = g_get_monotonic_time() +
-                       VPD_TIMEOUT_S * G_USEC_PER_SEC;
+    DaemonReq *req = g_new0(DaemonReq, 1);
+    Error *err = NULL;
 
+    req->dp = dp;
+    req->seq = ++dp->seq;
+    req->type = lduw_le_p(m->data + 6);
+    req->max_fds = max_fds;
+    req->done = done;
+    req->opaque = opaque;
+    req->deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                    VPD_TIMEOUT_S * NANOSECONDS_PER_SECOND;
+    stl_le_p(m->data + 8, req->seq);
     stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
-    dp->last_errno = EIO;
-    if (!ensure_connected(dp, errp)) {
-        return NULL;
-    }
-    if (qemu_send_full(dp->fd, m->data, m->len) != m->len) {
-        error_setg(errp, "vsriov-daemon-pool '%s': cannot send to %s",
-                   id, dp->socket);
-        return NULL;
-    }
-    for (unsigned late = 0;; late++) {
-        payload = recv_answer(dp, hdr, got_fds, &n_fds, deadline, errp);
-        if (!payload) {
-            if (lduw_le_p(m->data + 6) == VPD_MSG_CLAIM &&
-                dp->late_claims->len < VPD_MAX_LATE) {
-                /* its answer may still come, with VFs to give back */
-                g_array_append_val(dp->late_claims, seq);
-            }
-            return NULL;
-        }
-        if (ldl_le_p(hdr + 8) == seq) {
-            break;
-        }
-        drop_late_answer(dp, hdr, payload, got_fds, n_fds);
-        g_clear_pointer(&payload, g_byte_array_unref);
-        n_fds = 0;
-        if (late == VPD_MAX_LATE) {
-            error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answers "
-                       "do not match the requests", id);
-            return NULL;
-        }
-    }
-    release_late(dp);       /* in step with the daemon again */
-    if (n_fds > max_fds) {
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon sent more file "
-                   "descriptors than asked for", id);
-        goto fail;
-    }
-    if (lduw_le_p(hdr + 6) == VPD_MSG_ERROR) {
-        const char *msg = "unknown error";
 
-        for (uint32_t o = 0; o + 4 <= payload->len;) {
-            uint16_t t = lduw_le_p(payload->data + o);
-            uint16_t l = lduw_le_p(payload->data + o + 2);
-
-            if (o + 4 + l > payload->len) {
-                break;
-            }
-            if (t == VPD_A_MESSAGE && l && !payload->data[o + 4 + l - 1]) {
-                msg = (const char *)payload->data + o + 4;
-            } else if (t == VPD_A_ERRNO && l == 4) {
-                uint32_t e = ldl_le_p(payload->data + o + 4);
-
-                if (e && e < 4096) {
-                    dp->last_errno = e;
-                }
-            }
-            o += 4 + ROUND_UP(l, 4);
+    if (dp->n_pending >= VPD_MAX_PENDING) {
+        error_setg(&err, "vsriov-daemon-pool '%s': %u requests to %s are "
+                   "waiting for their answer already", dp_id(dp),
+                   dp->n_pending, dp->socket);
+        req_finish(req, EAGAIN, err);
+    } else if (!ensure_connected(dp, &err)) {
+        req_finish(req, EIO, err);
+    } else {
+        g_byte_array_append(dp->out, m->data, m->len);
+        QTAILQ_INSERT_TAIL(&dp->pending, req, next);
+        dp->n_pending++;
+        if (!timer_pending(dp->deadline_timer)) {
+            timer_mod(dp->deadline_timer, req->deadline);
         }
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon refused: %s",
-                   id, msg);
-        goto fail;
+        conn_flush(dp);     /* may fail it (and all others) */
     }
-    if (lduw_le_p(hdr + 6) != VPD_MSG_REPLY) {
-        error_setg(errp, "vsriov-daemon-pool '%s': unexpected answer type %u",
-                   id, lduw_le_p(hdr + 6));
-        goto fail;
-    }
-    if (n_fds) {
-        memcpy(fds, got_fds, sizeof(int) * n_fds);
-    }
-    *nfds = n_fds;
-    return g_steal_pointer(&payload);
+    g_byte_array_unref(m);
+    return req;
+}
 
-fail:
-    for (int i = 0; i < n_fds; i++) {
-        close(got_fds[i]);
+/*
+ * Wait for @req (sent with no @done) until its deadline, reading every
+ * answer that comes meanwhile.  For the pool's creation and a lazy claim
+ * only: it holds up its caller.
+ */
+static void req_wait(VsriovDaemonPool *dp, DaemonReq *req)
+{
+    while (!req->finished) {
+        struct pollfd pfd = {
+            .fd = dp->fd,
+            .events = POLLIN | (dp->out->len ? POLLOUT : 0),
+        };
+        int64_t left = req->deadline - qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+        if (left > 0 && dp->fd >= 0 &&
+            poll(&pfd, 1, DIV_ROUND_UP(left, SCALE_MS)) != 0) {
+            conn_flush(dp);
+            conn_read(dp);
+        } else {
+            conn_expire(dp);
+        }
     }
-    return NULL;
+}
+
+/*
+ * Send @m and wait for the answer: its payload, and the fds that came with
+ * it into @fds (@max_fds at most).  NULL with @errp set (and the errno in
+ * *@err_no unless NULL) if it failed or the daemon refused.
+ */
+static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
+                            int max_fds, int *nfds, int *err_no, Error **errp)
+{
+    DaemonReq *req = req_send(dp, m, max_fds, NULL, NULL);
+    GByteArray *reply = NULL;
+
+    req_wait(dp, req);
+    if (err_no) {
+        *err_no = req->err;
+    }
+    if (req->err) {
+        error_propagate(errp, g_steal_pointer(&req->error));
+    } else {
+        memcpy(fds, req->fds, sizeof(int) * req->nfds);
+        *nfds = req->nfds;
+        req->nfds = 0;
+        reply = g_steal_pointer(&req->reply);
+    }
+    req_free(req);
+    return reply;
+}
+
+static void release_done(DaemonReq *req)
+{
+    if (req->err) {
+        vsriov_report_guest_err(g_steal_pointer(&req->error));
+    } else {
+        trace_vsriov_daemon_pool_released(dp_id(req->dp),
+            GPOINTER_TO_UINT(req->opaque), req->dp->pool);
+    }
+}
+
+/* Tell the daemon a VF is no longer ours; nobody waits for the answer. */
+static void send_release(VsriovDaemonPool *dp, uint32_t handle)
+{
+    GByteArray *m = msg_new(VPD_MSG_RELEASE);
+
+    put_u32(m, VPD_A_HANDLE, handle);
+    req_send(dp, m, 0, release_done, GUINT_TO_POINTER(handle));
 }
 
 /* ---- the pool ----------------------------------------------------------- */
@@ -548,28 +797,13 @@ static VsriovPoolEntry *entry(VsriovPool *pool, guint i)
     return &g_array_index(pool->entries, VsriovPoolEntry, i);
 }
 
-/* Tell the daemon a VF is no longer ours. */
-static void release_handle(VsriovDaemonPool *dp, uint32_t handle)
-{
-    g_autoptr(GByteArray) m = msg_new(VPD_MSG_RELEASE, ++dp->seq);
-    g_autoptr(GByteArray) reply = NULL;
-    Error *err = NULL;
-    int nfds;
-
-    put_u32(m, VPD_A_HANDLE, handle);
-    reply = transact(dp, m, NULL, 0, &nfds, &err);
-    if (!reply) {
-        vsriov_report_guest_err(err);   /* at a VF disable, too */
-    }
-}
-
 /* Lazy: claim one VF from the daemon and make its netdev. */
 static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
                                  Error **errp)
 {
     VsriovPool *pool = VSRIOV_POOL(dp);
     const char *id = object_get_canonical_path_component(OBJECT(dp));
-    g_autoptr(GByteArray) m = NULL;
+    GByteArray *m;
     g_autoptr(GByteArray) reply = NULL;
     g_autofree char *netdev = NULL;
     g_autofree char *fd_str = NULL;
@@ -587,11 +821,11 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
                    "claimed", id, dp->count);
         return NULL;
     }
-    m = msg_new(VPD_MSG_CLAIM, ++dp->seq);
+    m = msg_new(VPD_MSG_CLAIM);
     put_str(m, VPD_A_POOL, dp->pool);
     put_str(m, VPD_A_OWNER, owner);
     put_u32(m, VPD_A_COUNT, 1);
-    reply = transact(dp, m, &fd, 1, &nfds, errp);
+    reply = transact(dp, m, &fd, 1, &nfds, NULL, errp);
     if (!reply) {
         return NULL;
     }
@@ -604,7 +838,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
         return NULL;
     }
     if (nfds != 1) {
-        release_handle(dp, handle);
+        send_release(dp, handle);
         error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
                    "CLAIM has no descriptor", id);
         return NULL;
@@ -613,7 +847,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     if (qemu_find_netdev(netdev)) {
         /* netdev_add would refuse it before taking the descriptor */
         close(fd);
-        release_handle(dp, handle);
+        send_release(dp, handle);
         error_setg(errp, "vsriov-daemon-pool '%s': a netdev named '%s' "
                    "exists already", id, netdev);
         return NULL;
@@ -632,7 +866,7 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
     if (!nc) {
         error_prepend(errp, "vsriov-daemon-pool '%s': VF handle %u: ", id,
                       handle);
-        release_handle(dp, handle);
+        send_release(dp, handle);
         return NULL;
     }
     dp->handles[i] = handle;
@@ -645,7 +879,6 @@ static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
 static unsigned daemon_available(VsriovPool *pool)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    Error *err = NULL;
 
     if (pool->lazy) {
         unsigned n = 0;
@@ -697,8 +930,7 @@ static void daemon_release(VsriovPool *pool, const char *netdev)
             if (nc) {
                 qemu_del_net_client(nc);
             }
-            release_handle(dp, dp->handles[i]);
-            trace_vsriov_daemon_pool_released(id, dp->handles[i], dp->pool);
+            send_release(dp, dp->handles[i]);
             g_free(e->owner);
             e->owner = NULL;
             return;
@@ -743,16 +975,41 @@ static void daemon_backend_config(VsriovPool *pool, const char *netdev,
     }
 }
 
-static int daemon_configure(VsriovPool *pool, NetClientState *nc,
-                            const VsriovVFConfig *c, uint32_t changed,
-                            Error **errp)
+/* A configure call's completion, as the provider interface has it. */
+typedef struct ConfigureCall {
+    VsriovPoolDone *done;
+    void *opaque;
+} ConfigureCall;
+
+static void configure_done(DaemonReq *req)
+{
+    ConfigureCall *call = req->opaque;
+    int ret = -req->err;
+
+    /*
+     * QEMU checked the values already: what the daemon calls invalid
+     * (EINVAL: outside the pool's policy, docs/daemon-protocol.md) is its
+     * policy's refusal.
+     */
+    if (req->err == EINVAL) {
+        ret = -EPERM;
+    }
+    call->done(call->opaque, ret, g_steal_pointer(&req->error));
+    g_free(call);
+}
+
+/* SET_ATTRS of the changed attributes; the answer completes it. */
+static void daemon_configure(VsriovPool *pool, NetClientState *nc,
+                             const VsriovVFConfig *c, uint32_t changed,
+                             VsriovPoolDone *done, void *opaque)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    g_autoptr(GByteArray) m = NULL;
-    g_autoptr(GByteArray) reply = NULL;
+    ConfigureCall *call = g_new(ConfigureCall, 1);
+    GByteArray *m;
     uint32_t i;
-    int nfds;
 
+    call->done = done;
+    call->opaque = opaque;
     for (i = 0; i < dp->count; i++) {
         g_autofree char *id = entry_netdev(dp, i);
 
@@ -761,10 +1018,17 @@ static int daemon_configure(VsriovPool *pool, NetClientState *nc,
         }
     }
     if (i == dp->count) {
-        error_setg(errp, "netdev '%s' is not one of this pool's", nc->name);
-        return -EINVAL;
+        DaemonReq *req = g_new0(DaemonReq, 1);
+        Error *err = NULL;
+
+        error_setg(&err, "netdev '%s' is not one of this pool's", nc->name);
+        req->dp = dp;
+        req->done = configure_done;
+        req->opaque = call;
+        req_finish(req, EINVAL, err);
+        return;
     }
-    m = msg_new(VPD_MSG_SET_ATTRS, ++dp->seq);
+    m = msg_new(VPD_MSG_SET_ATTRS);
     put_u32(m, VPD_A_HANDLE, dp->handles[i]);
     if ((changed & VSRIOV_VF_CFG_MAC) && c->mac_set) {
         put_attr(m, VPD_A_MAC, c->mac, 6);
@@ -787,16 +1051,7 @@ static int daemon_configure(VsriovPool *pool, NetClientState *nc,
         put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);
         put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
-    reply = transact(dp, m, NULL, 0, &nfds, errp);
-    if (reply) {
-        return 0;
-    }
-    /*
-     * QEMU checked the values already: what the daemon calls invalid
-     * (EINVAL: outside the pool's policy, docs/daemon-protocol.md) is its
-     * policy's refusal.
-     */
-    return dp->last_errno == EINVAL ? -EPERM : -dp->last_errno;
+    req_send(dp, m, 0, configure_done, call);
 }
 
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)
@@ -805,7 +1060,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     VsriovPool *pool = VSRIOV_POOL(uc);
     const char *id = object_get_canonical_path_component(OBJECT(uc));
     struct sockaddr_un addr;
-    g_autoptr(GByteArray) m = NULL;
+    GByteArray *m;
     g_autoptr(GByteArray) reply = NULL;
     int nfds = 0;
 
@@ -847,7 +1102,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         return;
     }
 
-    m = msg_new(VPD_MSG_CLAIM, ++dp->seq);
+    m = msg_new(VPD_MSG_CLAIM);
     put_str(m, VPD_A_POOL, dp->pool);
     put_str(m, VPD_A_OWNER, id);
     put_u32(m, VPD_A_COUNT, dp->count);
@@ -857,7 +1112,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     }
     dp->handles = g_new0(uint32_t, dp->count);
     dp->vfs = g_new0(DaemonVF, dp->count);
-    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
+    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, NULL, errp);
     if (!reply) {
         for (uint32_t i = 0; i < dp->count; i++) {
             dp->vhost_fds[i] = -1;  /* transact closed what it got */
@@ -889,8 +1144,13 @@ static void daemon_pool_instance_init(Object *obj)
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
 
     dp->fd = -1;
-    dp->late_handles = g_array_new(false, false, sizeof(uint32_t));
+    QTAILQ_INIT(&dp->pending);
+    QTAILQ_INIT(&dp->finished);
+    dp->out = g_byte_array_new();
+    dp->in_payload = g_byte_array_new();
     dp->late_claims = g_array_new(false, false, sizeof(uint32_t));
+    dp->done_bh = qemu_bh_new(done_bh, dp);
+    dp->deadline_timer = timer_new_ns(QEMU_CLOCK_REALTIME, deadline_cb, dp);
 }
 
 static void daemon_pool_instance_finalize(Object *obj)
@@ -910,11 +1170,16 @@ static void daemon_pool_instance_finalize(Object *obj)
             qemu_del_net_client(nc);
         }
     }
-    /* Closing the connection releases the VFs in the daemon. */
-    if (dp->fd >= 0) {
-        close(dp->fd);
-    }
-    g_array_unref(dp->late_handles);
+    /*
+     * Closing the connection releases the VFs in the daemon; what was
+     * still in flight completes (fails) now.
+     */
+    conn_close(dp, "the pool is going away");
+    done_bh(dp);
+    qemu_bh_delete(dp->done_bh);
+    timer_free(dp->deadline_timer);
+    g_byte_array_unref(dp->out);
+    g_byte_array_unref(dp->in_payload);
     g_array_unref(dp->late_claims);
     g_free(dp->vhost_fds);
     g_free(dp->handles);

@@ -4,10 +4,12 @@
  * The guest's PF driver configures its VFs (MAC, VLAN, spoof check, trust,
  * link state, tx rates) and reads their configuration and counters through
  * a mailbox in a Vendor-Specific Extended Capability of the PF: it writes
- * the VF number and the arguments, then the opcode; the command runs during
- * that config write, and the status and results are readable when the
- * write returns.  docs/vf-config-channel.md specifies it; vfcfg.h has the
- * layout.
+ * the VF number and the arguments, then the opcode, which runs the
+ * command.  A command that needs the pool's provider (a host daemon)
+ * reads back "in progress" (EINPROGRESS) until the provider answers from
+ * the main loop, so no vCPU waits on the outside world; the others
+ * complete within the write.  docs/vf-config-channel.md specifies it;
+ * vfcfg.h has the layout.
  *
  * What belongs to the virtual device is applied here: the VF's MAC (its
  * virtio-net config space, which a bound VF driver is told about with a
@@ -24,6 +26,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/error-report.h"
+#include "qemu/log.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/pcie_sriov.h"
@@ -151,33 +154,35 @@ static uint32_t vf_config_diff(const VsriovVFConfig *a, const VsriovVFConfig *b)
     return d;
 }
 
-static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
-{
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-    Error *err = NULL;
-    uint32_t changed;
-    int ret;
+/* A configure call to the pool's provider, until it completes. */
+struct VsriovVfcfgOp {
+    VsriovPF *vpf;          /* NULL once the PF went */
+    uint16_t vf;
+    uint32_t gen;           /* the VF's vfcfg_gen when it was made */
+    bool mailbox;           /* the guest's command, whose status waits */
+    uint16_t opcode;
+    VsriovVFConfig c;
+    QLIST_ENTRY(VsriovVfcfgOp) next;
+};
 
-    if (!pc->configure || !vpf->backends[i]) {
-        /* nothing to apply to (a lazy pool's VF gets a fresh backend) */
-        vpf->vfcfg_unsure[i] = false;
-        return VSRIOV_VFCFG_S_OK;
+static bool vf_has_ops(VsriovPF *vpf, uint16_t i)
+{
+    VsriovVfcfgOp *op;
+
+    QLIST_FOREACH(op, &vpf->vfcfg_ops, next) {
+        if (op->vf == i) {
+            return true;
+        }
     }
-    /*
-     * After a time-out, the whole configuration: the provider may have
-     * applied the command QEMU gave up on.
-     */
-    changed = vpf->vfcfg_unsure[i] ? VSRIOV_VF_CFG_ALL
-                                   : vf_config_diff(&vpf->vfcfg[i], c);
-    ret = pc->configure(vpf->pool, vpf->backends[i], c, changed, &err);
-    vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT;
-    if (!ret) {
-        return VSRIOV_VFCFG_S_OK;
-    }
-    error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
-    vsriov_report_guest_err(err);
-    /* the guest can tell a refusal from a bad value and a time-out */
+    return false;
+}
+
+/* What a provider's failure tells the guest: refused, invalid, timed out. */
+static uint16_t status_of(int ret)
+{
     switch (ret) {
+    case 0:
+        return VSRIOV_VFCFG_S_OK;
     case -EPERM:
     case -EACCES:
     case -EADDRINUSE:
@@ -185,10 +190,110 @@ static int vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
     case -EINVAL:
         return VSRIOV_VFCFG_S_EINVAL;
     case -ETIMEDOUT:
+    case -EAGAIN:
         return VSRIOV_VFCFG_S_ETIMEDOUT;
     default:
         return VSRIOV_VFCFG_S_EIO;
     }
+}
+
+/* A SET_* command the provider applied (or that has none): the device's. */
+static uint16_t vf_set_done(VsriovPF *vpf, uint16_t i, uint16_t opcode,
+                            const VsriovVFConfig *c)
+{
+    if (opcode == VSRIOV_VFCFG_CMD_SET_MAC) {
+        uint16_t status = vf_apply_mac(vpf, i, c->mac);
+
+        if (status != VSRIOV_VFCFG_S_OK) {
+            return status;
+        }
+    }
+    vpf->vfcfg[i] = *c;
+    if (opcode == VSRIOV_VFCFG_CMD_SET_LINK_STATE) {
+        vf_apply_link(vpf, i);
+    }
+    return VSRIOV_VFCFG_S_OK;
+}
+
+static void vf_configure_done(void *opaque, int ret, Error *err)
+{
+    VsriovVfcfgOp *op = opaque;
+    VsriovPF *vpf = op->vpf;
+    uint16_t i = op->vf;
+    uint16_t status = status_of(ret);
+    bool current;
+
+    if (!vpf) {
+        error_free(err);
+        g_free(op);
+        return;
+    }
+    QLIST_REMOVE(op, next);
+    /* a VF that started over meanwhile took its own configuration */
+    current = op->gen == vpf->vfcfg_gen[i];
+    if (current) {
+        /*
+         * After a time-out the provider may apply it late; after a failed
+         * reset its datapath may not be at the defaults: the next call
+         * sends the whole configuration.
+         */
+        vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT || (ret && !op->mailbox);
+    }
+    if (ret) {
+        error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
+        vsriov_report_guest_err(err);
+    } else if (current && op->mailbox) {
+        status = vf_set_done(vpf, i, op->opcode, &op->c);
+    }
+    if (op->mailbox) {
+        vpf->vfcfg_busy = false;
+        pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
+                     status);
+        trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id, op->opcode, i + 1,
+                                status);
+    }
+    g_free(op);
+}
+
+/*
+ * Ask the pool's provider to apply @c to VF @i's datapath; its answer
+ * comes later (vf_configure_done()).  @opcode: the guest's command,
+ * whose status says "in progress" until then; 0: a reset, which nobody
+ * waits for.  False if there is nothing to apply to (a provider without
+ * configure, the static pool, only records it; a lazy pool's VF gets a
+ * fresh backend).
+ */
+static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
+                         uint16_t opcode)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    VsriovVfcfgOp *op;
+    uint32_t changed;
+
+    if (!pc->configure || !vpf->backends[i]) {
+        vpf->vfcfg_unsure[i] = false;
+        return false;
+    }
+    /*
+     * After a time-out, the whole configuration: the provider may have
+     * applied the command QEMU gave up on.
+     */
+    changed = vpf->vfcfg_unsure[i] ? VSRIOV_VF_CFG_ALL
+                                   : vf_config_diff(&vpf->vfcfg[i], c);
+    op = g_new0(VsriovVfcfgOp, 1);
+    op->vpf = vpf;
+    op->vf = i;
+    op->gen = vpf->vfcfg_gen[i];
+    op->mailbox = opcode != 0;
+    op->opcode = opcode;
+    op->c = *c;
+    QLIST_INSERT_HEAD(&vpf->vfcfg_ops, op, next);
+    if (op->mailbox) {
+        vpf->vfcfg_busy = true;
+    }
+    pc->configure(vpf->pool, vpf->backends[i], c, changed, vf_configure_done,
+                  op);
+    return true;
 }
 
 /* Back to the defaults, as when the VF was first enabled. */
@@ -201,9 +306,14 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     if (vpf->pool->lazy) {
         /* a VF that comes has a fresh backend, one that went has none */
         vpf->vfcfg_unsure[i] = false;
-    } else if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
-        vf_configure(vpf, i, &def);
+    } else {
+        /* what is in flight may land after the record says "default" */
+        vpf->vfcfg_unsure[i] |= vf_has_ops(vpf, i);
+        if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
+            vf_configure(vpf, i, &def, 0);
+        }
     }
+    vpf->vfcfg_gen[i]++;
     vpf->vfcfg[i] = def;
     if (old.mac_set) {
         MACAddr mac;
@@ -298,7 +408,6 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
     uint16_t enabled = vsriov_pf_enabled_vfs(vpf);
     VsriovVFConfig c;
     uint16_t i;
-    int ret;
 
     if (group != VSRIOV_VFCFG_GROUP_SRIOV) {
         return VSRIOV_VFCFG_S_EINVAL;
@@ -371,21 +480,10 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
         return VSRIOV_VFCFG_S_EOPNOTSUPP;
     }
 
-    ret = vf_configure(vpf, i, &c);
-    if (ret != VSRIOV_VFCFG_S_OK) {
-        return ret;
+    if (vf_configure(vpf, i, &c, opcode)) {
+        return VSRIOV_VFCFG_S_EINPROGRESS;
     }
-    if (opcode == VSRIOV_VFCFG_CMD_SET_MAC) {
-        ret = vf_apply_mac(vpf, i, c.mac);
-        if (ret != VSRIOV_VFCFG_S_OK) {
-            return ret;
-        }
-    }
-    vpf->vfcfg[i] = c;
-    if (opcode == VSRIOV_VFCFG_CMD_SET_LINK_STATE) {
-        vf_apply_link(vpf, i);
-    }
-    return VSRIOV_VFCFG_S_OK;
+    return vf_set_done(vpf, i, opcode, &c);
 }
 
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len)
@@ -396,6 +494,13 @@ bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len)
 
     if (!vpf->vfcfg_cap || addr >= op + 2 || addr + len <= op) {
         return false;
+    }
+    if (vpf->vfcfg_busy) {
+        /* one command at a time: the one in progress keeps its status */
+        qemu_log_mask(LOG_GUEST_ERROR, "vsriov: PF '%s': VF configuration "
+                      "command written while one is in progress: ignored\n",
+                      DEVICE(vpf->pf)->id);
+        return true;
     }
     opcode = pci_get_word(cap + VSRIOV_VFCFG_OPCODE);
     status = vfcfg_run(vpf, opcode, pci_get_word(cap + VSRIOV_VFCFG_GROUP),
@@ -427,6 +532,9 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
     vpf->vfcfg = g_new0(VsriovVFConfig, vpf->num_vfs);
     vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
     vpf->vfcfg_unsure = g_new0(bool, vpf->num_vfs);
+    vpf->vfcfg_gen = g_new0(uint32_t, vpf->num_vfs);
+    QLIST_INIT(&vpf->vfcfg_ops);
+    vpf->vfcfg_busy = false;
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         config_defaults(vpf, i, &vpf->vfcfg[i]);
         vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
@@ -435,6 +543,16 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
 
 void vsriov_vfcfg_exit(VsriovPF *vpf)
 {
+    VsriovVfcfgOp *op;
+
+    /* what the provider still has to answer is answered to nobody */
+    while ((op = QLIST_FIRST(&vpf->vfcfg_ops))) {
+        QLIST_REMOVE(op, next);
+        op->vpf = NULL;
+    }
+    vpf->vfcfg_busy = false;
+    g_free(vpf->vfcfg_gen);
+    vpf->vfcfg_gen = NULL;
     g_free(vpf->vfcfg);
     g_free(vpf->vf_pool_mac);
     g_free(vpf->vfcfg_unsure);

@@ -49,6 +49,7 @@
 #define VSRIOV_VFCFG_S_EINVAL           22
 #define VSRIOV_VFCFG_S_EOPNOTSUPP       95
 #define VSRIOV_VFCFG_S_ETIMEDOUT        110
+#define VSRIOV_VFCFG_S_EINPROGRESS      115     /* not done yet: poll */
 
 /* GET_CONFIG result / SET_* arguments, offsets in DATA */
 #define VSRIOV_VFCFG_CFG_MAC            0       /* 6 bytes */

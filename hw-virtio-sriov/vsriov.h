@@ -48,6 +48,9 @@ typedef struct VsriovVFConfig {
 
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 
+/* Completion of a provider's asynchronous operation (see configure). */
+typedef void VsriovPoolDone(void *opaque, int ret, Error *err);
+
 /*
  * A pool hands out network backends, one per VF.  The static provider
  * (this file's vsriov-pool) takes them from -netdev ids; a provider that
@@ -72,15 +75,18 @@ struct VsriovPoolClass {
     /*
      * Optional: apply a VF's administrative configuration (what the guest
      * set through the PF) to the datapath behind @nc.  Without it, the
-     * configuration is recorded and reported only.  Returns 0, or a
-     * negative errno with @errp set: -EPERM (or -EADDRINUSE, a MAC taken)
-     * the provider's policy refuses it, -EINVAL a value the provider
-     * cannot take, -ETIMEDOUT the provider did not answer in time, any
-     * other: it could not apply it.
+     * configuration is recorded and reported only.  Asynchronous: @done is
+     * called exactly once, from the main loop and never before configure
+     * returns, with 0, or a negative errno and an error it hands over:
+     * -EPERM (or -EADDRINUSE, a MAC taken) the provider's policy refuses
+     * it, -EINVAL a value the provider cannot take, -ETIMEDOUT the
+     * provider did not answer in time (it may still apply it), -EAGAIN too
+     * many requests in flight, any other: it could not apply it.  Requests
+     * for one VF are applied in the order they were made.
      */
-    int (*configure)(VsriovPool *pool, NetClientState *nc,
-                     const VsriovVFConfig *cfg, uint32_t changed,
-                     Error **errp);
+    void (*configure)(VsriovPool *pool, NetClientState *nc,
+                      const VsriovVFConfig *cfg, uint32_t changed,
+                      VsriovPoolDone *done, void *opaque);
     /*
      * Optional: the MAC address the provider gave the backend it handed
      * out as netdev @id (a host daemon's for its VF), which the VF then
@@ -116,6 +122,8 @@ struct VsriovPool {
     QTAILQ_ENTRY(VsriovPool) next;
 };
 
+typedef struct VsriovVfcfgOp VsriovVfcfgOp;     /* vfcfg.c */
+
 /* State of one virtual PF, embedded in VirtIONetPCI. */
 typedef struct VsriovPF {
     /* properties */
@@ -139,6 +147,9 @@ typedef struct VsriovPF {
     MACAddr *vf_pool_mac;   /* per VF: its MAC before the guest set one */
     bool *vfcfg_unsure;     /* per VF: the provider timed out, and may have
                                applied what QEMU took as not done */
+    uint32_t *vfcfg_gen;    /* per VF: bumped when it starts over */
+    QLIST_HEAD(, VsriovVfcfgOp) vfcfg_ops;  /* provider calls in flight */
+    bool vfcfg_busy;        /* the guest's command waits for its provider */
     Error *migration_blocker;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
