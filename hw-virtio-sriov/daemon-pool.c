@@ -14,10 +14,11 @@
  *   -object vsriov-daemon-pool,id=p0,socket=/run/vdpa-pool-daemon/api.sock,
  *           pool=tenant-a,count=4
  *
- * With lazy=on nothing is claimed at creation: each VF the guest enables
- * is claimed then (one CLAIM of one VF, its netdev made from the
- * descriptor), and released when the guest disables it (the netdev goes,
- * which closes the descriptor, then RELEASE); @count is the most VFs held.
+ * With lazy=on nothing is claimed at creation: the VFs the guest enables
+ * are claimed then (claim_async: one CLAIM of one VF each, all sent at
+ * once, their netdevs made from the descriptors when every answer came),
+ * and released when the guest disables them (the netdev goes, which
+ * closes the descriptor, then RELEASE); @count is the most VFs held.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -129,6 +130,7 @@ struct VsriovDaemonPool {
     int in_fds[VPD_MAX_FDS];
     int in_nfds;            /* VPD_MAX_FDS + 1: too many came */
     GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
+    unsigned claiming;      /* VFs of claim_async calls not done yet */
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
     DaemonVF *vfs;          /* what the daemon said of each VF */
@@ -439,14 +441,24 @@ static void conn_late_answer(VsriovDaemonPool *dp, uint32_t seq,
     trace_vsriov_daemon_pool_late_answer(dp_id(dp), seq, n);
 }
 
-/* A whole message was read: it goes to its request. */
+/*
+ * A whole message was read: it goes to its request.  The reader is reset
+ * first (what follows may send, and so read, again).
+ */
 static void conn_dispatch(VsriovDaemonPool *dp)
 {
     uint32_t seq = ldl_le_p(dp->in_hdr + 8);
     uint16_t type = lduw_le_p(dp->in_hdr + 6);
-    GByteArray *payload = dp->in_payload;
+    g_autoptr(GByteArray) payload = g_byte_array_new();
+    int fds[VPD_MAX_FDS];
+    int nfds = dp->in_nfds;
     DaemonReq *req;
     Error *err = NULL;
+
+    g_byte_array_append(payload, dp->in_payload->data, dp->in_payload->len);
+    memcpy(fds, dp->in_fds, sizeof(int) * MIN(nfds, VPD_MAX_FDS));
+    dp->in_nfds = 0;
+    conn_reset_reader(dp);
 
     QTAILQ_FOREACH(req, &dp->pending, next) {
         if (req->seq == seq) {
@@ -454,13 +466,20 @@ static void conn_dispatch(VsriovDaemonPool *dp)
         }
     }
     if (!req) {
+        for (int i = 0; i < MIN(nfds, VPD_MAX_FDS); i++) {
+            close(fds[i]);
+        }
         conn_late_answer(dp, seq, type, payload);
-        conn_reset_reader(dp);
         return;
     }
     QTAILQ_REMOVE(&dp->pending, req, next);
     dp->n_pending--;
-    if (dp->in_nfds > VPD_MAX_FDS || dp->in_nfds > req->max_fds) {
+    if (nfds > VPD_MAX_FDS || nfds > req->max_fds || type != VPD_MSG_REPLY) {
+        for (int i = 0; i < MIN(nfds, VPD_MAX_FDS); i++) {
+            close(fds[i]);
+        }
+    }
+    if (nfds > VPD_MAX_FDS || nfds > req->max_fds) {
         error_setg(&err, "vsriov-daemon-pool '%s': the daemon sent more "
                    "file descriptors than asked for", dp_id(dp));
         req_finish(req, EIO, err);
@@ -471,14 +490,11 @@ static void conn_dispatch(VsriovDaemonPool *dp)
                    dp_id(dp), type);
         req_finish(req, EIO, err);
     } else {
-        req->fds = g_memdup2(dp->in_fds, sizeof(int) * dp->in_nfds);
-        req->nfds = dp->in_nfds;
-        dp->in_nfds = 0;
-        req->reply = g_byte_array_new();
-        g_byte_array_append(req->reply, payload->data, payload->len);
+        req->fds = g_memdup2(fds, sizeof(int) * nfds);
+        req->nfds = nfds;
+        req->reply = g_steal_pointer(&payload);
         req_finish(req, 0, NULL);
     }
-    conn_reset_reader(dp);
 }
 
 /* Read what the daemon sent, without waiting for more. */
@@ -632,8 +648,11 @@ static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
  */
 static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
 {
-    if (dp->fd >= 0) {
-        conn_read(dp);      /* notices a close the main loop did not yet */
+    char c;
+
+    /* a close the main loop did not notice yet (nothing is read here) */
+    if (dp->fd >= 0 && recv(dp->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        conn_close(dp, "the daemon closed the connection");
     }
     if (dp->fd >= 0) {
         return true;
@@ -797,83 +816,206 @@ static VsriovPoolEntry *entry(VsriovPool *pool, guint i)
     return &g_array_index(pool->entries, VsriovPoolEntry, i);
 }
 
-/* Lazy: claim one VF from the daemon and make its netdev. */
-static NetClientState *claim_one(VsriovDaemonPool *dp, const char *owner,
-                                 Error **errp)
+/*
+ * Make VF @handle's netdev (in pool slot @i, for @owner) from @fd, which it
+ * takes.  NULL with @errp set, the VF given back, if it cannot.
+ */
+static NetClientState *attach_vf(VsriovDaemonPool *dp, guint i,
+                                 uint32_t handle, const DaemonVF *vf, int fd,
+                                 const char *owner, Error **errp)
 {
     VsriovPool *pool = VSRIOV_POOL(dp);
-    const char *id = object_get_canonical_path_component(OBJECT(dp));
-    GByteArray *m;
-    g_autoptr(GByteArray) reply = NULL;
-    g_autofree char *netdev = NULL;
-    g_autofree char *fd_str = NULL;
+    g_autofree char *netdev = entry_netdev(dp, i);
+    g_autofree char *fd_str = g_strdup_printf("%d", fd);
+    Netdev nd = {
+        .id = netdev,
+        .type = NET_CLIENT_DRIVER_VHOST_VDPA,
+        .u.vhost_vdpa.vhostfd = fd_str,
+    };
     NetClientState *nc;
-    uint32_t handle;
-    DaemonVF vf;
-    int fd = -1, nfds = 0;
-    guint i;
 
-    for (i = 0; i < pool->entries->len && entry(pool, i)->owner; i++) {
-        /* first free slot */
-    }
-    if (i == pool->entries->len) {
-        error_setg(errp, "vsriov-daemon-pool '%s': all %u VFs (count) are "
-                   "claimed", id, dp->count);
-        return NULL;
-    }
-    m = msg_new(VPD_MSG_CLAIM);
-    put_str(m, VPD_A_POOL, dp->pool);
-    put_str(m, VPD_A_OWNER, owner);
-    put_u32(m, VPD_A_COUNT, 1);
-    reply = transact(dp, m, &fd, 1, &nfds, NULL, errp);
-    if (!reply) {
-        return NULL;
-    }
-    if (parse_handles(reply, &handle, &vf, 1) != 1) {
-        if (nfds) {
-            close(fd);
-        }
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
-                   "CLAIM names no VF", id);
-        return NULL;
-    }
-    if (nfds != 1) {
-        send_release(dp, handle);
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
-                   "CLAIM has no descriptor", id);
-        return NULL;
-    }
-    netdev = entry_netdev(dp, i);
     if (qemu_find_netdev(netdev)) {
         /* netdev_add would refuse it before taking the descriptor */
         close(fd);
         send_release(dp, handle);
         error_setg(errp, "vsriov-daemon-pool '%s': a netdev named '%s' "
-                   "exists already", id, netdev);
+                   "exists already", dp_id(dp), netdev);
         return NULL;
     }
-    fd_str = g_strdup_printf("%d", fd);
-    {
-        Netdev nd = {
-            .id = netdev,
-            .type = NET_CLIENT_DRIVER_VHOST_VDPA,
-            .u.vhost_vdpa.vhostfd = fd_str,
-        };
-
-        qmp_netdev_add(&nd, errp);  /* owns the descriptor from now on */
-    }
+    qmp_netdev_add(&nd, errp);  /* owns the descriptor from now on */
     nc = qemu_find_netdev(netdev);
     if (!nc) {
-        error_prepend(errp, "vsriov-daemon-pool '%s': VF handle %u: ", id,
-                      handle);
+        error_prepend(errp, "vsriov-daemon-pool '%s': VF handle %u: ",
+                      dp_id(dp), handle);
         send_release(dp, handle);
         return NULL;
     }
     dp->handles[i] = handle;
-    dp->vfs[i] = vf;
+    dp->vfs[i] = *vf;
     entry(pool, i)->owner = g_strdup(owner);
-    trace_vsriov_pool_claim(id, netdev, owner);
+    trace_vsriov_pool_claim(dp_id(dp), netdev, owner);
     return nc;
+}
+
+/*
+ * A lazy pool's claim_async: one CLAIM of one VF per owner (so that the
+ * daemon knows each VF's owner), all sent at once; the netdevs are made
+ * when every answer came, or everything goes back.
+ */
+typedef struct ClaimBatch ClaimBatch;
+
+typedef struct ClaimPart {
+    ClaimBatch *batch;
+    char *owner;
+    bool got;               /* answered with a VF and its descriptor */
+    uint32_t handle;
+    DaemonVF vf;
+    int fd;
+} ClaimPart;
+
+struct ClaimBatch {
+    VsriovDaemonPool *dp;
+    unsigned n, answered;
+    ClaimPart *parts;
+    int ret;                /* the first failure, and its error */
+    Error *err;
+    VsriovPoolClaimDone *done;
+    void *opaque;
+};
+
+static void claim_batch_fail(ClaimBatch *b, int ret, Error *err)
+{
+    if (b->ret) {
+        error_free(err);
+        return;
+    }
+    b->ret = ret;
+    b->err = err;
+}
+
+static void claim_batch_finish(ClaimBatch *b)
+{
+    VsriovDaemonPool *dp = b->dp;
+    VsriovPool *pool = VSRIOV_POOL(dp);
+    g_autofree NetClientState **ncs = g_new0(NetClientState *, b->n);
+    unsigned k;
+
+    dp->claiming -= b->n;
+    for (k = 0; k < b->n && !b->ret; k++) {
+        ClaimPart *part = &b->parts[k];
+        Error *err = NULL;
+        guint i;
+
+        for (i = 0; i < pool->entries->len && entry(pool, i)->owner; i++) {
+            /* first free slot (claiming reserved enough) */
+        }
+        assert(i < pool->entries->len);
+        part->got = false;      /* attach_vf takes the descriptor */
+        ncs[k] = attach_vf(dp, i, part->handle, &part->vf, part->fd,
+                           part->owner, &err);
+        if (!ncs[k]) {
+            claim_batch_fail(b, -EIO, err);
+        }
+    }
+    if (b->ret) {
+        /* all or nothing: what came goes back */
+        for (unsigned j = 0; j < b->n; j++) {
+            if (b->parts[j].got) {
+                close(b->parts[j].fd);
+                send_release(dp, b->parts[j].handle);
+            } else if (ncs[j]) {
+                g_autofree char *name = g_strdup(ncs[j]->name);
+
+                VSRIOV_POOL_GET_CLASS(pool)->release(pool, name);
+            }
+        }
+        b->done(b->opaque, NULL, 0, b->ret, b->err);
+    } else {
+        b->done(b->opaque, ncs, b->n, 0, NULL);
+    }
+    for (unsigned j = 0; j < b->n; j++) {
+        g_free(b->parts[j].owner);
+    }
+    g_free(b->parts);
+    g_free(b);
+}
+
+static void claim_part_done(DaemonReq *req)
+{
+    ClaimPart *part = req->opaque;
+    ClaimBatch *b = part->batch;
+    const char *id = dp_id(b->dp);
+    Error *err = NULL;
+
+    if (req->err) {
+        claim_batch_fail(b, -req->err, g_steal_pointer(&req->error));
+    } else if (parse_handles(req->reply, &part->handle, &part->vf, 1) != 1) {
+        error_setg(&err, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "CLAIM names no VF", id);
+        claim_batch_fail(b, -EIO, err);
+    } else if (req->nfds != 1) {
+        send_release(b->dp, part->handle);
+        error_setg(&err, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "CLAIM has no descriptor", id);
+        claim_batch_fail(b, -EIO, err);
+    } else {
+        part->fd = req->fds[0];
+        req->nfds = 0;          /* ours now */
+        part->got = true;
+    }
+    if (++b->answered == b->n) {
+        claim_batch_finish(b);
+    }
+}
+
+static void claim_batch_refused(void *opaque)
+{
+    ClaimBatch *b = opaque;
+
+    b->dp->claiming += b->n;    /* (finish takes them off again) */
+    claim_batch_finish(b);
+}
+
+static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
+                               unsigned n, VsriovPoolClaimDone *done,
+                               void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    ClaimBatch *b = g_new0(ClaimBatch, 1);
+    unsigned free_slots = 0;
+
+    b->dp = dp;
+    b->n = n;
+    b->done = done;
+    b->opaque = opaque;
+    b->parts = g_new0(ClaimPart, n);
+    for (unsigned k = 0; k < n; k++) {
+        b->parts[k].batch = b;
+        b->parts[k].owner = g_strdup(owners[k]);
+    }
+    for (guint i = 0; i < pool->entries->len; i++) {
+        free_slots += !entry(pool, i)->owner;
+    }
+    if (!n || n + dp->claiming > free_slots) {
+        Error *err = NULL;
+
+        error_setg(&err, "vsriov-daemon-pool '%s': %u VF(s) asked, %u of "
+                   "its %u (count) are free", dp_id(dp), n,
+                   free_slots - MIN(free_slots, dp->claiming), dp->count);
+        claim_batch_fail(b, -ENOSPC, err);
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), claim_batch_refused,
+                                b);
+        return;
+    }
+    dp->claiming += n;
+    for (unsigned k = 0; k < n; k++) {
+        GByteArray *m = msg_new(VPD_MSG_CLAIM);
+
+        put_str(m, VPD_A_POOL, dp->pool);
+        put_str(m, VPD_A_OWNER, owners[k]);
+        put_u32(m, VPD_A_COUNT, 1);
+        req_send(dp, m, 1, claim_part_done, &b->parts[k]);
+    }
 }
 
 static unsigned daemon_available(VsriovPool *pool)
@@ -886,7 +1028,7 @@ static unsigned daemon_available(VsriovPool *pool)
         for (guint i = 0; i < pool->entries->len; i++) {
             n += !entry(pool, i)->owner;
         }
-        return n;
+        return n - MIN(n, dp->claiming);
     }
     if (!dp->netdevs_created) {
         /*
@@ -902,7 +1044,10 @@ static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
                                     Error **errp)
 {
     if (pool->lazy) {
-        return claim_one(VSRIOV_DAEMON_POOL(pool), owner, errp);
+        /* (vpf.c asks a pool with claim_async that way) */
+        error_setg(errp, "lazy vsriov-daemon-pool '%s' hands out backends "
+                   "only through claim_async", dp_id(VSRIOV_DAEMON_POOL(pool)));
+        return NULL;
     }
     if (!ensure_netdevs(VSRIOV_DAEMON_POOL(pool), errp)) {
         return NULL;
@@ -1231,6 +1376,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     ucc->complete = daemon_pool_complete;
     pc->available = daemon_available;
     pc->claim = daemon_claim;
+    pc->claim_async = daemon_claim_async;
     pc->release = daemon_release;
     pc->configure = daemon_configure;
     pc->backend_config = daemon_backend_config;

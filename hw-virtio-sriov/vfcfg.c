@@ -189,6 +189,8 @@ static uint16_t status_of(int ret)
         return VSRIOV_VFCFG_S_EPERM;
     case -EINVAL:
         return VSRIOV_VFCFG_S_EINVAL;
+    case -ENOSPC:
+        return VSRIOV_VFCFG_S_ENOSPC;
     case -ETIMEDOUT:
     case -EAGAIN:
         return VSRIOV_VFCFG_S_ETIMEDOUT;
@@ -294,6 +296,18 @@ static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
     pc->configure(vpf->pool, vpf->backends[i], c, changed, vf_configure_done,
                   op);
     return true;
+}
+
+/* The backends PREPARE_VFS waited for came, or not (@ret). */
+void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret)
+{
+    uint16_t status = status_of(ret);
+
+    vpf->vfcfg_busy = false;
+    pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
+                 status);
+    trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id,
+                            VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, status);
 }
 
 /* Back to the defaults, as when the VF was first enabled. */
@@ -411,6 +425,17 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
 
     if (group != VSRIOV_VFCFG_GROUP_SRIOV) {
         return VSRIOV_VFCFG_S_EINVAL;
+    }
+    if (opcode == VSRIOV_VFCFG_CMD_PREPARE_VFS) {
+        /* the group's own command: member 0, NumVFs to come */
+        int ret = member ? -EINVAL
+                         : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
+
+        if (ret > 0) {
+            vpf->vfcfg_busy = true;
+            return VSRIOV_VFCFG_S_EINPROGRESS;
+        }
+        return status_of(ret);
     }
     if (member < 1 || member > enabled) {
         /* only enabled VFs exist to be configured */

@@ -41,12 +41,14 @@
 #define VSRIOV_VFCFG_CMD_SET_LINK_STATE 0x8005
 #define VSRIOV_VFCFG_CMD_SET_RATE       0x8006
 #define VSRIOV_VFCFG_CMD_GET_STATS      0x8007
+#define VSRIOV_VFCFG_CMD_PREPARE_VFS    0x8008  /* member 0; u16 NumVFs */
 
 /* Status: 0 or an errno value of Linux's generic numbering */
 #define VSRIOV_VFCFG_S_OK               0
 #define VSRIOV_VFCFG_S_EPERM            1
 #define VSRIOV_VFCFG_S_EIO              5
 #define VSRIOV_VFCFG_S_EINVAL           22
+#define VSRIOV_VFCFG_S_ENOSPC           28
 #define VSRIOV_VFCFG_S_EOPNOTSUPP       95
 #define VSRIOV_VFCFG_S_ETIMEDOUT        110
 #define VSRIOV_VFCFG_S_EINPROGRESS      115     /* not done yet: poll */

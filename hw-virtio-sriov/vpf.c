@@ -12,14 +12,20 @@
  *
  * With a lazy pool (lazy=on), the PF starts with VFs that have no backend,
  * and its TotalVFs is the pool's size.  When the guest sets VF Enable,
- * pcie_sriov asks this file first (prepare_vfs): each VF to be enabled is
- * replaced by one with a backend claimed from the pool, at the same
- * function and with the same MAC; if the pool cannot give them all, VF
- * Enable does not take.  When the VFs are disabled again (VF Enable
- * cleared, PF reset) they are replaced by backend-less VFs and their
- * backends go back to the pool.  Enabling then pays for opening the
- * backends (for vhost-vdpa, mapping guest memory), in exchange for pools
- * shared by PFs that hold backends only while they use them.
+ * pcie_sriov asks this file first (sriov_prepare_vfs): each VF to be
+ * enabled is replaced by one with a backend claimed from the pool, at the
+ * same function and with the same MAC; if the pool cannot give them all,
+ * VF Enable does not take.  A pool that must ask a host daemon
+ * (claim_async) is not waited for in the vCPU: VF Enable reads set and
+ * the VFs appear when the backends came (pcie_sriov_pf_vfs_ready()), or
+ * VF Enable clears if they did not.  A guest driver that asks first
+ * (PREPARE_VFS, vfcfg.c) has them before it sets VF Enable; backends that
+ * came and that no VF Enable took go back after 10 s.  When the VFs are
+ * disabled again (VF Enable cleared, PF reset) they are replaced by
+ * backend-less VFs and their backends go back to the pool.  Enabling then
+ * pays for opening the backends (for vhost-vdpa, mapping guest memory), in
+ * exchange for pools shared by PFs that hold backends only while they use
+ * them.
  *
  * The VFs are QOM children of the PF ("vf[N]"); they and their backends'
  * claims go away with the PF.
@@ -70,7 +76,14 @@ static VsriovPF *vpf_of(PCIDevice *pf)
 
 uint16_t vsriov_pf_enabled_vfs(VsriovPF *vpf)
 {
-    return pcie_sriov_num_vfs(vpf->pf);
+    /* (VF Enable set, VFs waiting for their backends: none yet) */
+    return vpf->vfs[0]->enabled ? pcie_sriov_num_vfs(vpf->pf) : 0;
+}
+
+static bool vpf_vf_enable_set(VsriovPF *vpf)
+{
+    return pci_get_word(vpf->pf->config + vpf->sriov_cap + PCI_SRIOV_CTRL) &
+           PCI_SRIOV_CTRL_VFE;
 }
 
 /*
@@ -285,13 +298,13 @@ static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
     return vf && backend == vpf_vf_backend(vf);
 }
 
-/* Lazy pools: return the backends of the VFs that are not enabled. */
-static void vpf_release_disabled(VsriovPF *vpf)
+/* Lazy pools: return the backends of VFs @from.. that are not enabled. */
+static void vpf_release_disabled_from(VsriovPF *vpf, uint16_t from)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
     memory_region_transaction_begin();
-    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+    for (uint16_t i = from; i < vpf->num_vfs; i++) {
         NetClientState *nc = vpf->backends[i];
 
         if (nc && !vpf->vfs[i]->enabled) {
@@ -306,7 +319,12 @@ static void vpf_release_disabled(VsriovPF *vpf)
     memory_region_transaction_commit();
 }
 
-/* After a reset from outside a config write (see vpf_vfs_disabled). */
+static void vpf_release_disabled(VsriovPF *vpf)
+{
+    vpf_release_disabled_from(vpf, 0);
+}
+
+/* After a reset from outside a config write (see vsriov_pf_vfs_disabled). */
 static void vpf_reset_bh(void *opaque)
 {
     VsriovPF *vpf = opaque;
@@ -317,54 +335,264 @@ static void vpf_reset_bh(void *opaque)
     vpf_sync_enabled(vpf);
 }
 
-/* pcie_sriov's prepare_vfs: VF Enable is being set with @num_vfs VFs. */
-static bool vpf_prepare_vfs(PCIDevice *pf, uint16_t num_vfs)
+/* VFs 0..@num_vfs-1 without a backend. */
+static unsigned vpf_missing(VsriovPF *vpf, uint16_t num_vfs)
 {
-    VsriovPF *vpf = vpf_of(pf);
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-    g_autofree char *path = object_get_canonical_path(OBJECT(pf));
-    Error *err = NULL;
+    unsigned n = 0;
 
-    /* one memory topology update for all the VFs, not one per VF */
-    memory_region_transaction_begin();
-    vpf_release_disabled(vpf);  /* what a reset left, if its BH is pending */
+    for (uint16_t i = 0; i < num_vfs; i++) {
+        n += !vpf->backends[i];
+    }
+    return n;
+}
+
+/* Backends claimed without waiting (claim_async), until they come. */
+struct VsriovClaim {
+    VsriovPF *vpf;          /* NULL once the PF went */
+    VsriovPool *pool;       /* referenced: what comes late goes back */
+};
+
+#define STAGE_HOLD_NS (10 * NANOSECONDS_PER_SECOND)
+
+static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
+                        int ret, Error *err);
+
+/* The most VFs a VF Enable or a PREPARE_VFS waits for. */
+static uint16_t vpf_wanted(VsriovPF *vpf)
+{
+    return MAX(vpf->want_vfs, vpf->prepare_vfs);
+}
+
+/* Claim what the VFs wanted lack, unless a claim is in flight. */
+static void vpf_start_claim(VsriovPF *vpf)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    g_autofree char *path = object_get_canonical_path(OBJECT(vpf->pf));
+    g_autoptr(GPtrArray) owners = g_ptr_array_new_with_free_func(g_free);
+    uint16_t wanted = vpf_wanted(vpf);
+    VsriovClaim *c;
+
+    if (vpf->claim) {
+        return;     /* its completion looks again */
+    }
+    for (uint16_t i = 0; i < wanted; i++) {
+        if (!vpf->backends[i]) {
+            g_ptr_array_add(owners, g_strdup_printf("%s/vf[%u]", path, i));
+        }
+    }
+    if (!owners->len) {
+        return;
+    }
+    c = g_new0(VsriovClaim, 1);
+    c->vpf = vpf;
+    c->pool = vpf->pool;
+    object_ref(OBJECT(c->pool));
+    vpf->claim = c;
+    trace_vsriov_claim_start(DEVICE(vpf->pf)->id, owners->len);
+    pc->claim_async(vpf->pool, (const char *const *)owners->pdata,
+                    owners->len, vpf_claimed, c);
+}
+
+/* What a VF Enable and a PREPARE_VFS waiting for backends learn. */
+static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
+{
+    const char *id = DEVICE(vpf->pf)->id;
+
+    if (vpf->want_vfs && !vpf_vf_enable_set(vpf)) {
+        vpf->want_vfs = 0;      /* cleared meanwhile: they stay staged */
+    }
+    if (ret) {
+        if (vpf->want_vfs) {
+            error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u "
+                          "VF(s) refused: ", id, vpf->want_vfs);
+            vpf->want_vfs = 0;
+            pcie_sriov_pf_vfs_ready(vpf->pf, false);
+        } else if (vpf->prepare_vfs) {
+            error_prepend(&err, "virtual SR-IOV PF '%s': PREPARE_VFS of %u "
+                          "VF(s) failed: ", id, vpf->prepare_vfs);
+        } else {
+            error_prepend(&err, "virtual SR-IOV PF '%s': backends for a "
+                          "cleared VF Enable: ", id);
+        }
+        vsriov_report_guest_err(err);
+        if (vpf->prepare_vfs) {
+            vpf->prepare_vfs = 0;
+            vsriov_vfcfg_prepare_done(vpf, ret);
+        }
+        return;
+    }
+    if (vpf->prepare_vfs && !vpf_missing(vpf, vpf->prepare_vfs)) {
+        vpf->prepare_vfs = 0;
+        vsriov_vfcfg_prepare_done(vpf, 0);
+    }
+    if (vpf->want_vfs && !vpf_missing(vpf, vpf->want_vfs)) {
+        trace_vsriov_vfs_backed(id, vpf->want_vfs);
+        vpf->want_vfs = 0;
+        pcie_sriov_pf_vfs_ready(vpf->pf, true);
+        vpf_sync_enabled(vpf);
+    }
+    /* (a claim made for fewer VFs than are wanted now) */
+    vpf_start_claim(vpf);
+}
+
+static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
+                        int ret, Error *err)
+{
+    VsriovClaim *c = opaque;
+    VsriovPF *vpf = c->vpf;
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(c->pool);
+    unsigned k = 0;
+
+    if (vpf) {
+        vpf->claim = NULL;
+        trace_vsriov_claim_done(DEVICE(vpf->pf)->id, n, ret);
+    }
+    if (vpf && !ret) {
+        /* they go to the disabled VFs that lack one, first ones first */
+        memory_region_transaction_begin();
+        for (uint16_t i = 0; i < vpf->num_vfs && k < n && !ret; i++) {
+            if (vpf->backends[i] || vpf->vfs[i]->enabled) {
+                continue;
+            }
+            vpf->backends[i] = ncs[k++];
+            if (!vpf_replace_vf(vpf, i, vpf->backends[i], &err)) {
+                g_autofree char *name = g_strdup(vpf->backends[i]->name);
+
+                vpf->backends[i] = NULL;
+                pc->release(c->pool, name);
+                ret = -EIO;
+            }
+        }
+        memory_region_transaction_commit();
+        timer_mod(vpf->stage_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
+    }
+    /* what no VF took (the PF went, or a VF failed) goes back */
+    for (; k < n; k++) {
+        g_autofree char *name = g_strdup(ncs[k]->name);
+
+        pc->release(c->pool, name);
+    }
+    if (vpf) {
+        vpf_claims_done(vpf, ret, err);
+    } else {
+        error_free(err);
+    }
+    object_unref(OBJECT(c->pool));
+    g_free(c);
+}
+
+/* Backends claimed ahead that no VF Enable took in time go back. */
+static void vpf_stage_timer(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    if (vpf->claim || vpf_wanted(vpf)) {
+        timer_mod(vpf->stage_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
+        return;
+    }
+    vpf_release_disabled(vpf);
+}
+
+int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
+    if (!num_vfs || num_vfs > vpf->num_vfs || vpf_vf_enable_set(vpf)) {
+        return -EINVAL;
+    }
+    if (!vpf->pool->lazy || !pc->claim_async) {
+        return 0;   /* VF Enable itself has them at once */
+    }
+    if (!vpf_missing(vpf, num_vfs)) {
+        timer_mod(vpf->stage_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
+        return 0;
+    }
+    vpf->prepare_vfs = num_vfs;
+    vpf_start_claim(vpf);
+    return 1;
+}
+
+/* Claim, in the caller, what VFs 0..@num_vfs-1 lack (pools with claim). */
+static bool vpf_claim_now(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    g_autofree char *path = object_get_canonical_path(OBJECT(vpf->pf));
+
     for (uint16_t i = 0; i < num_vfs; i++) {
         g_autofree char *owner = g_strdup_printf("%s/vf[%u]", path, i);
-        NetClientState *nc = pc->claim(vpf->pool, owner, &err);
+        NetClientState *nc;
 
+        if (vpf->backends[i]) {
+            continue;
+        }
+        nc = pc->claim(vpf->pool, owner, errp);
         if (!nc) {
-            break;
+            return false;
         }
         vpf->backends[i] = nc;
-        if (!vpf_replace_vf(vpf, i, nc, &err)) {
+        if (!vpf_replace_vf(vpf, i, nc, errp)) {
             /* the VF has no backend now: give it back */
             vpf->backends[i] = NULL;
             pc->release(vpf->pool, nc->name);
-            break;
+            return false;
         }
     }
-    if (err) {
-        error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u VF(s) "
-                      "refused: ", DEVICE(pf)->id, num_vfs);
-        vsriov_report_guest_err(err);
-        vpf_release_disabled(vpf);
+    return true;
+}
+
+int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
+{
+    VsriovPoolClass *pc;
+    const char *id;
+    Error *err = NULL;
+    int ret = 0;
+
+    if (!vpf->pf || !vpf->pool->lazy) {
+        return 0;   /* its VFs have their backends from the start */
+    }
+    pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    id = DEVICE(vpf->pf)->id;
+    /* one memory topology update for all the VFs, not one per VF */
+    memory_region_transaction_begin();
+    /* VFs past this VF Enable keep nothing (a reset's BH may be pending) */
+    vpf_release_disabled_from(vpf, num_vfs);
+    if (!vpf_missing(vpf, num_vfs)) {
+        trace_vsriov_vfs_backed(id, num_vfs);
+    } else if (pc->claim_async) {
+        vpf->want_vfs = num_vfs;
+        vpf_start_claim(vpf);
+        ret = 1;    /* vpf_claims_done() ends the wait */
+    } else if (vpf_claim_now(vpf, num_vfs, &err)) {
+        trace_vsriov_vfs_backed(id, num_vfs);
     } else {
-        trace_vsriov_vfs_backed(DEVICE(pf)->id, num_vfs);
+        error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u VF(s) "
+                      "refused: ", id, num_vfs);
+        vsriov_report_guest_err(error_copy(err));
+        error_propagate(errp, err);
+        vpf_release_disabled(vpf);
+        ret = -1;
     }
     memory_region_transaction_commit();
-    return !err;
+    if (!ret) {
+        timer_del(vpf->stage_timer);
+    }
+    return ret;
 }
 
 /*
- * pcie_sriov's vfs_disabled.  In a config write (the guest cleared VF
- * Enable, or an FLR of the PF) the backends go back at once; a reset from
- * elsewhere (system reset, bus reset) may run while the bus walks its
- * devices, so the VFs are not replaced under it but in a bottom half.
+ * After enabled VFs were disabled.  In a config write (the guest cleared
+ * VF Enable, or an FLR of the PF) the backends go back at once; a reset
+ * from elsewhere (system reset, bus reset) may run while the bus walks
+ * its devices, so the VFs are not replaced under it but in a bottom half.
  */
-static void vpf_vfs_disabled(PCIDevice *pf)
+void vsriov_pf_vfs_disabled(VsriovPF *vpf)
 {
-    VsriovPF *vpf = vpf_of(pf);
-
+    if (!vpf->pf) {
+        return;
+    }
     if (vpf->in_config_write) {
         /* vpf_config_write() takes note of the VFs that went */
         if (vpf->pool->lazy) {
@@ -519,11 +747,10 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
      * poll that one, and VFs must not change in the middle of a reset.
      */
     vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
-    pf->exp.sriov_pf.vfs_disabled = vpf_vfs_disabled;
-    if (vpf->pool->lazy) {
-        pf->exp.sriov_pf.prepare_vfs = vpf_prepare_vfs;
-    }
     vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
+    vpf->stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_stage_timer, vpf);
+    vpf->claim = NULL;
+    vpf->want_vfs = vpf->prepare_vfs = 0;
     vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
     trace_vsriov_pf_realize(id, n,
@@ -545,6 +772,13 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     QTAILQ_REMOVE(&vpfs, vpf, next);
     timer_free(vpf->event_timer);
     vpf->event_timer = NULL;
+    timer_free(vpf->stage_timer);
+    vpf->stage_timer = NULL;
+    if (vpf->claim) {
+        vpf->claim->vpf = NULL;     /* its backends go back when they come */
+        vpf->claim = NULL;
+    }
+    vpf->want_vfs = vpf->prepare_vfs = 0;
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {

@@ -52,6 +52,14 @@ OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 typedef void VsriovPoolDone(void *opaque, int ret, Error *err);
 
 /*
+ * Completion of claim_async: @ncs[0..@n-1] the backends claimed (the
+ * array is the callee's, valid during the call), or @n 0, a negative
+ * errno @ret and @err, which the callee hands over.
+ */
+typedef void VsriovPoolClaimDone(void *opaque, NetClientState **ncs,
+                                 unsigned n, int ret, Error *err);
+
+/*
  * A pool hands out network backends, one per VF.  The static provider
  * (this file's vsriov-pool) takes them from -netdev ids; a provider that
  * asks a host daemon is a subclass that implements the same methods.
@@ -67,6 +75,18 @@ struct VsriovPoolClass {
      */
     NetClientState *(*claim)(VsriovPool *pool, const char *owner,
                              Error **errp);
+    /*
+     * Optional: claim @n backends, one for each of @owners (copied if
+     * kept), without waiting for anyone outside QEMU.  @done is called
+     * exactly once, from the main loop and never before claim_async
+     * returns, with all @n backends, or with none (what it got is given
+     * back) and -ENOSPC (the pool has not that many), -EPERM (its policy
+     * refuses), -ETIMEDOUT (its provider did not answer in time) or
+     * another errno.  Lazy pools that have it are asked this way at VF
+     * Enable, which then completes later (vpf.c); others with claim.
+     */
+    void (*claim_async)(VsriovPool *pool, const char *const *owners,
+                        unsigned n, VsriovPoolClaimDone *done, void *opaque);
     /*
      * Return the backend claimed before as netdev @id.  Called after its
      * VF went away; the netdev may be gone too (netdev_del while in use).
@@ -123,6 +143,7 @@ struct VsriovPool {
 };
 
 typedef struct VsriovVfcfgOp VsriovVfcfgOp;     /* vfcfg.c */
+typedef struct VsriovClaim VsriovClaim;         /* vpf.c */
 
 /* State of one virtual PF, embedded in VirtIONetPCI. */
 typedef struct VsriovPF {
@@ -137,6 +158,10 @@ typedef struct VsriovPF {
     pcibus_t vf_bar_size[PCI_NUM_REGIONS];
     bool in_config_write;
     QEMUBH *reset_bh;           /* after a reset: backends, enabled_vfs */
+    VsriovClaim *claim;         /* backends being claimed (claim_async) */
+    uint16_t want_vfs;          /* VF Enable waiting for its backends */
+    uint16_t prepare_vfs;       /* PREPARE_VFS waiting for its backends */
+    QEMUTimer *stage_timer;     /* gives back backends no VF Enable took */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
@@ -156,12 +181,20 @@ typedef struct VsriovPF {
 } VsriovPF;
 
 /*
- * Hooks called by virtio-net-pci (qemu-patches/0005); vpf.c also sets
- * hw/pci/pcie_sriov.c's vfs_disabled and, with a lazy pool, prepare_vfs
- * (qemu-patches/0008).
+ * Hooks called by virtio-net-pci (qemu-patches/0005, and 0011 for
+ * hw/pci/pcie_sriov.c's VF Enable and disable, 0008).
  */
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
+/* PCIDeviceClass.sriov_prepare_vfs and sriov_vfs_disabled (0008, 0011) */
+int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
+void vsriov_pf_vfs_disabled(VsriovPF *vpf);
+/*
+ * The guest's PREPARE_VFS (vfcfg.c): get backends for VFs 0..@num_vfs-1
+ * ahead of VF Enable.  0 done, 1 in progress (vsriov_vfcfg_prepare_done()
+ * says when), or a negative errno.
+ */
+int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs);
 
 /*
  * The MAC VF @i has before its guest sets one: the one its backend's
@@ -190,6 +223,7 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
 void vsriov_vfcfg_exit(VsriovPF *vpf);
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
+void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret);
 
 /* The virtio-net device of a VF (a virtio-net-pci function). */
 static inline VirtIONet *vsriov_vf_net(PCIDevice *vf)

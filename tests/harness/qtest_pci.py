@@ -19,6 +19,10 @@ SRIOV_CAP_ID = 0x10
 SRIOV_CTRL, SRIOV_TOTAL_VF, SRIOV_NUM_VF = 0x08, 0x0E, 0x10
 VFE = 0x1
 CLASS_REVISION = 0x08
+# the VF-configuration mailbox (docs/vf-config-channel.md)
+VNDR_CAP_ID, VFCFG_VSEC_ID = 0x0B, 0x5646
+VFCFG_OPCODE, VFCFG_STATUS, VFCFG_MEMBER, VFCFG_GROUP, VFCFG_DATA = 0x08, 0x0A, 0x0C, 0x10, 0x14
+VFCFG_SET_VLAN, VFCFG_EINPROGRESS = 0x8002, 115
 
 
 class QtestError(Exception):
@@ -95,25 +99,66 @@ class QtestPci:
             raise QtestError("the PF at 01:00.0 has no SR-IOV capability")
         return cap
 
-    def set_vfs(self, n, cap=None):
-        """NumVFs = n and VF Enable (n = 0: VF Enable cleared).  Returns the
-        seconds the VF Enable write took (its qtest round trip) and whether
-        VF Enable took."""
+    def set_vfs(self, n, cap=None, timeout=60):
+        """NumVFs = n and VF Enable (n = 0: VF Enable cleared), then, as the
+        SR-IOV spec lets a device take time, until the VFs respond or VF
+        Enable clears again (refused).  Returns the seconds until then and
+        whether VF Enable took; self.write_s is how long the VF Enable
+        write itself took (its qtest round trip: what it held the vCPU)."""
         cap = cap or self.sriov_cap()
         self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+        self.write_s = 0.0
         if not n:
             return 0.0, False
         self.write(1, 0, cap + SRIOV_NUM_VF, 2, n)
         t0 = time.perf_counter()
         self.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
-        took = time.perf_counter() - t0
-        return took, bool(self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE)
+        self.write_s = time.perf_counter() - t0
+        while True:
+            enabled = bool(self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE)
+            if not enabled or self.vf_present(n - 1):
+                return time.perf_counter() - t0, enabled
+            if time.perf_counter() - t0 > timeout:
+                raise QtestError(f"VF Enable with {n} VFs: neither ready nor refused "
+                                 f"after {timeout} s")
+            time.sleep(0.002)
 
     def disable_timed(self, cap=None):
         cap = cap or self.sriov_cap()
         t0 = time.perf_counter()
         self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
         return time.perf_counter() - t0
+
+    def vfcfg_cap(self):
+        pos, guard = 0x100, 480
+        while pos and guard:
+            hdr = self.read(1, 0, pos, 4)
+            if hdr in (0, 0xFFFFFFFF):
+                break
+            if hdr & 0xFFFF == VNDR_CAP_ID and self.read(1, 0, pos + 4, 2) == VFCFG_VSEC_ID:
+                return pos
+            pos, guard = hdr >> 20, guard - 1
+        raise QtestError("the PF at 01:00.0 has no VF configuration capability")
+
+    def vfcfg_cmd(self, cap, vf, opcode, data=b"", timeout=30):
+        """Run a mailbox command for VF @vf, as Linux's driver does (status
+        polled while it reads EINPROGRESS).  Returns the seconds the
+        opcode write took (what it held the "vCPU"), the seconds until the
+        final status, and that status."""
+        self.write(1, 0, cap + VFCFG_GROUP, 2, 1)
+        self.write(1, 0, cap + VFCFG_MEMBER, 4, vf + 1)
+        data = data + bytes(-len(data) % 4)
+        for i in range(0, len(data), 4):
+            self.write(1, 0, cap + VFCFG_DATA + i, 4, int.from_bytes(data[i:i + 4], "little"))
+        t0 = time.perf_counter()
+        self.write(1, 0, cap + VFCFG_OPCODE, 2, opcode)
+        wrote = time.perf_counter() - t0
+        deadline = t0 + timeout
+        while True:
+            status = self.read(1, 0, cap + VFCFG_STATUS, 2)
+            if status != VFCFG_EINPROGRESS or time.perf_counter() > deadline:
+                return wrote, time.perf_counter() - t0, status
+            time.sleep(0.0005)
 
     def vf_present(self, index):
         return self.read(1, index + 1, CLASS_REVISION, 4) != 0xFFFFFFFF
@@ -126,7 +171,8 @@ def main(argv):
         n = int(argv[3])
         took, enabled = q.set_vfs(n)
         present = sum(q.vf_present(i) for i in range(max(n, 1)))
-        print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f}")
+        print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f} "
+              f"write_ms={q.write_s * 1000:.2f}")
     else:
         raise SystemExit(f"unknown command {what}")
 

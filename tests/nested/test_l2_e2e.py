@@ -230,9 +230,9 @@ def test_stuck_daemon_times_out_then_catches_up(system):
         # While the command waits for the daemon, the guest answers.
         stalled = rtts_ms(l1, agent, 20, within_ms=2500)
         assert not l2.check("cat /tmp/stuck.out").strip(), "the command did not wait"
+        l2.wait_until("grep -q rc= /tmp/stuck.out", timeout=60)
     finally:
         l1.check("kill -CONT $(cat /tmp/vpd.pid)")
-    l2.wait_until("grep -q rc= /tmp/stuck.out", timeout=60)
     out = l2.check("cat /tmp/stuck.out")
     print(f"agent round trip from Level 1: {base} ms before, {stalled} ms while a VF "
           f"command waited for the stopped daemon")
@@ -293,3 +293,43 @@ def test_disabled_vfs_return_to_the_pool(system):
     # Another VM (here the daemon's own client) can claim them.
     out = l1.check("python3 /tmp/vpd_client.py claim tenant-a 4")
     assert sorted(out.split()) == [vf_port(vf) for vf in range(4)], out
+
+
+def test_stuck_daemon_at_vf_enable(system):
+    """The daemon SIGSTOPped while the guest enables lazy VFs: the guest's
+    driver asks QEMU for the VFs' backends before VF Enable (PREPARE_VFS),
+    QEMU asks the daemon from its main loop, so the guest keeps running;
+    the enable fails with ETIMEDOUT after QEMU's deadline.  When the daemon
+    resumes, the VFs it hands out late go back at once: none stays claimed
+    by nobody, and the next enable works."""
+    s = system
+    l1, l2 = s.l1, s.l2
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+    claims = "grep -c \"claimed by '/machine/\" /scratch/vpd.log || true"
+    before = int(l1.check(claims).strip())
+    agent = (f"{l2.L1_AGENT} run --connect {l2.dir}/agent.sock --wait 10 "
+             f"--pid $(cat {l2.dir}/pid) --timeout 10 -- true")
+    base = rtts_ms(l1, agent, 5)
+    l1.check("kill -STOP $(cat /tmp/vpd.pid)")
+    try:
+        l2.check(f"rm -f /tmp/enable.out; (s=$(date +%s); "
+                 f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs; rc=$?; "
+                 "echo took $(( $(date +%s) - s )) rc=$rc) >/tmp/enable.out 2>&1 &")
+        stalled = rtts_ms(l1, agent, 20, within_ms=2500)
+        assert not l2.check("cat /tmp/enable.out").strip(), "the enable did not wait"
+        l2.wait_until("grep -q rc= /tmp/enable.out", timeout=60)
+    finally:
+        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
+    out = l2.check("cat /tmp/enable.out")
+    print(f"agent round trip from Level 1: {base} ms before, {stalled} ms while VF Enable "
+          f"waited for the stopped daemon; {out.strip()}")
+    assert "Connection timed out" in out and "rc=0" not in out, out
+    assert max(stalled) < max(1000, 2 * max(base)), (base, stalled)
+    assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_numvfs").strip() == "0"
+    # The daemon answers the two claims late; QEMU gives those VFs back.
+    l1.wait_until(f"test $({claims}) -ge {before + 2}", timeout=60)
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+    s.enable_vfs(2)
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
+    s.enable_vfs(0)
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)

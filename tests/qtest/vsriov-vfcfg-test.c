@@ -337,6 +337,48 @@ static void test_bad_group(void)
 }
 
 /*
+ * PREPARE_VFS (member 0: the PF; NumVFs to come) before VF Enable: a pool
+ * whose backends QEMU has at hand (static, premapped or lazy) completes it
+ * within the write; bad arguments and enabled VFs are refused.
+ */
+static void prepare_vfs(bool lazy)
+{
+    VsriovPcie p;
+    QTestState *qts = start_pool(&p, lazy);
+    uint8_t n[2];
+
+    stw_le_p(n, 2);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, n, 2, NULL),
+                     ==, VSRIOV_VFCFG_S_OK);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_PREPARE_VFS, 1, n, 2, NULL),
+                     ==, VSRIOV_VFCFG_S_EINVAL);
+    stw_le_p(n, 0);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, n, 2, NULL),
+                     ==, VSRIOV_VFCFG_S_EINVAL);
+    stw_le_p(n, NUM_BACKENDS + 1);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, n, 2, NULL),
+                     ==, VSRIOV_VFCFG_S_EINVAL);
+    set_vfs(&p, 2);
+    stw_le_p(n, 2);
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, n, 2, NULL),
+                     ==, VSRIOV_VFCFG_S_EINVAL);
+    /* the VFs came all the same */
+    g_assert_cmpuint(cmd(&p, VSRIOV_VFCFG_CMD_GET_CONFIG, 2, NULL, 0, NULL),
+                     ==, VSRIOV_VFCFG_S_OK);
+    qtest_quit(qts);
+}
+
+static void test_prepare_vfs(void)
+{
+    prepare_vfs(false);
+}
+
+static void test_prepare_vfs_lazy(void)
+{
+    prepare_vfs(true);
+}
+
+/*
  * Random writes of every size at every offset of the mailbox and past
  * its end (oversized commands: data runs off the capability), with VF
  * Enable and NumVFs flipped in between: QEMU stays up, the capability's
@@ -469,6 +511,8 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/vfcfg/set-and-reset", test_set_and_reset);
     qtest_add_func("/vsriov/vfcfg/pf-reset", test_pf_reset);
     qtest_add_func("/vsriov/vfcfg/bad-group", test_bad_group);
+    qtest_add_func("/vsriov/vfcfg/prepare-vfs", test_prepare_vfs);
+    qtest_add_func("/vsriov/vfcfg/prepare-vfs-lazy", test_prepare_vfs_lazy);
     qtest_add_func("/vsriov/vfcfg/random-writes", test_random_writes);
     qtest_add_func("/vsriov/vfcfg/random-writes-lazy", test_random_writes_lazy);
     return g_test_run();
