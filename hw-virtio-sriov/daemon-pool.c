@@ -39,6 +39,7 @@
 #include "net/net.h"
 #include "vsriov.h"
 #include "trace.h"
+#include "vpd-wire/protocol.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -46,34 +47,12 @@
 #define TYPE_VSRIOV_DAEMON_POOL "vsriov-daemon-pool"
 OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
 
-/* The daemon's wire format (docs/daemon-protocol.md) */
-#define VPD_MAGIC           0x31445056u
-#define VPD_VERSION         1
-#define VPD_HEADER_SIZE     16
-#define VPD_MAX_PAYLOAD     (64 * 1024)
-#define VPD_MAX_FDS         253
-#define VPD_MSG_CLAIM       1
-#define VPD_MSG_RELEASE     2
-#define VPD_MSG_SET_ATTRS   3
-#define VPD_MSG_REPLY       64
-#define VPD_MSG_ERROR       65
-#define VPD_A_POOL          1
-#define VPD_A_OWNER         2
-#define VPD_A_COUNT         3
-#define VPD_A_HANDLE        4
-#define VPD_A_VF            5
-#define VPD_A_MAC           7
-#define VPD_A_VLAN          8
-#define VPD_A_QOS           9
-#define VPD_A_VLAN_PROTO    10
-#define VPD_A_SPOOFCHK      11
-#define VPD_A_TRUST         12
-#define VPD_A_LINK_STATE    13
-#define VPD_A_MIN_TX_RATE   14
-#define VPD_A_MAX_TX_RATE   15
-#define VPD_A_ERRNO         17
-#define VPD_A_MESSAGE       18
-
+/*
+ * The daemon's wire format (docs/daemon-protocol.md) is the daemon's own
+ * code: vpd-wire/ links its protocol.[ch], so both ends build and parse
+ * messages with one implementation.
+ */
+#define VPD_MAX_FDS         253     /* SCM_RIGHTS' limit */
 #define VPD_TIMEOUT_S       5
 #define VPD_MAX_LATE        16  /* timed-out CLAIMs whose VFs come back */
 
@@ -95,7 +74,7 @@ struct DaemonReq {
     bool finished;
     int err;                    /* 0, or a positive errno with @error */
     Error *error;
-    GByteArray *reply;          /* a REPLY's payload */
+    struct vpd_msg *reply;      /* a REPLY */
     int *fds;                   /* and its descriptors */
     int nfds;
     QTAILQ_ENTRY(DaemonReq) next;
@@ -141,102 +120,53 @@ static VsriovPoolClass *parent_class;
 
 /* ---- messages ----------------------------------------------------------- */
 
-static void put_attr(GByteArray *m, uint16_t type, const void *v, uint16_t len)
+/* A request of @type; req_send() gives it its sequence number. */
+static struct vpd_builder *msg_new(uint16_t type)
 {
-    uint8_t hdr[4];
-    static const uint8_t pad[3];
+    struct vpd_builder *b = g_new(struct vpd_builder, 1);
 
-    stw_le_p(hdr, type);
-    stw_le_p(hdr + 2, len);
-    g_byte_array_append(m, hdr, 4);
-    g_byte_array_append(m, v, len);
-    g_byte_array_append(m, pad, (4 - len % 4) % 4);
-}
-
-static void put_u8(GByteArray *m, uint16_t type, uint8_t v)
-{
-    put_attr(m, type, &v, 1);
-}
-
-static void put_u16(GByteArray *m, uint16_t type, uint16_t v)
-{
-    uint8_t b[2];
-
-    stw_le_p(b, v);
-    put_attr(m, type, b, 2);
-}
-
-static void put_u32(GByteArray *m, uint16_t type, uint32_t v)
-{
-    uint8_t b[4];
-
-    stl_le_p(b, v);
-    put_attr(m, type, b, 4);
-}
-
-static void put_str(GByteArray *m, uint16_t type, const char *s)
-{
-    put_attr(m, type, s, strlen(s) + 1);
-}
-
-/* A message of @type; req_send() gives it its sequence number and length. */
-static GByteArray *msg_new(uint16_t type)
-{
-    GByteArray *m = g_byte_array_new();
-    uint8_t hdr[VPD_HEADER_SIZE];
-
-    stl_le_p(hdr, VPD_MAGIC);
-    stw_le_p(hdr + 4, VPD_VERSION);
-    stw_le_p(hdr + 6, type);
-    stl_le_p(hdr + 8, 0);
-    stl_le_p(hdr + 12, 0);
-    g_byte_array_append(m, hdr, sizeof(hdr));
-    return m;
+    vpd_builder_init(b, type, 0);
+    return b;
 }
 
 /*
  * The HANDLE of each VF attribute of a CLAIM reply, in order, into
  * @handles (@max at most), and its MAC and spoof check into @vfs unless
- * NULL (zero if it has none): how many, or 0 if the reply is malformed.
+ * NULL (zero if it has none): how many.
  */
-static uint32_t parse_handles(GByteArray *p, uint32_t *handles, DaemonVF *vfs,
-                              uint32_t max)
+static uint32_t parse_handles(const struct vpd_msg *msg, uint32_t *handles,
+                              DaemonVF *vfs, uint32_t max)
 {
     uint32_t found = 0;
 
-    for (uint32_t o = 0; o + 4 <= p->len;) {
-        uint16_t t = lduw_le_p(p->data + o);
-        uint16_t l = lduw_le_p(p->data + o + 2);
+    for (guint i = 0; i < msg->attrs->len && found < max; i++) {
+        const struct vpd_attr_view *a =
+            &g_array_index(msg->attrs, struct vpd_attr_view, i);
+        g_autoptr(GArray) in = NULL;
+        bool has_handle = false;
 
-        if (o + 4 + l > p->len) {
-            return 0;
+        if (a->type != VPD_A_VF) {
+            continue;
         }
-        if (t == VPD_A_VF && found < max) {
-            bool has_handle = false;
-
-            if (vfs) {
-                memset(&vfs[found], 0, sizeof(vfs[found]));
-            }
-            for (uint32_t i = o + 4; i + 4 <= o + 4 + l;) {
-                uint16_t it = lduw_le_p(p->data + i);
-                uint16_t il = lduw_le_p(p->data + i + 2);
-
-                if (i + 4 + il > o + 4 + l) {
-                    break;
-                }
-                if (it == VPD_A_HANDLE && il == 4) {
-                    handles[found] = ldl_le_p(p->data + i + 4);
-                    has_handle = true;
-                } else if (it == VPD_A_MAC && il == 6 && vfs) {
-                    memcpy(vfs[found].mac.a, p->data + i + 4, 6);
-                } else if (it == VPD_A_SPOOFCHK && il == 1 && vfs) {
-                    vfs[found].spoofchk = p->data[i + 4] == 1;
-                }
-                i += 4 + ROUND_UP(il, 4);
-            }
-            found += has_handle;
+        if (vfs) {
+            memset(&vfs[found], 0, sizeof(vfs[found]));
         }
-        o += 4 + ROUND_UP(l, 4);
+        in = vpd_attr_nested(a);
+        for (guint j = 0; j < in->len; j++) {
+            const struct vpd_attr_view *v =
+                &g_array_index(in, struct vpd_attr_view, j);
+            uint8_t u8;
+
+            if (v->type == VPD_A_HANDLE) {
+                has_handle = vpd_attr_u32(v, &handles[found]);
+            } else if (v->type == VPD_A_MAC && v->len == 6 && vfs) {
+                memcpy(vfs[found].mac.a, v->value, 6);
+            } else if (v->type == VPD_A_SPOOFCHK && vfs &&
+                       vpd_attr_u8(v, &u8)) {
+                vfs[found].spoofchk = u8 == 1;
+            }
+        }
+        found += has_handle;
     }
     return found;
 }
@@ -270,9 +200,7 @@ static void req_free(DaemonReq *req)
         close(req->fds[i]);
     }
     g_free(req->fds);
-    if (req->reply) {
-        g_byte_array_unref(req->reply);
-    }
+    vpd_msg_free(req->reply);
     error_free(req->error);
     g_free(req);
 }
@@ -382,32 +310,17 @@ static void conn_writable(void *opaque)
 }
 
 /* The ERROR answer's sentence and errno, as @req's failure. */
-static void req_refused(DaemonReq *req, GByteArray *payload)
+static void req_refused(DaemonReq *req, const struct vpd_msg *msg)
 {
-    const char *msg = "unknown error";
+    const char *text = vpd_attr_str(vpd_msg_get(msg, VPD_A_MESSAGE));
     Error *err = NULL;
-    int e = EIO;
+    uint32_t e = 0;
 
-    for (uint32_t o = 0; o + 4 <= payload->len;) {
-        uint16_t t = lduw_le_p(payload->data + o);
-        uint16_t l = lduw_le_p(payload->data + o + 2);
-
-        if (o + 4 + l > payload->len) {
-            break;
-        }
-        if (t == VPD_A_MESSAGE && l && !payload->data[o + 4 + l - 1]) {
-            msg = (const char *)payload->data + o + 4;
-        } else if (t == VPD_A_ERRNO && l == 4) {
-            uint32_t v = ldl_le_p(payload->data + o + 4);
-
-            if (v && v < 4096) {
-                e = v;
-            }
-        }
-        o += 4 + ROUND_UP(l, 4);
+    if (!vpd_attr_u32(vpd_msg_get(msg, VPD_A_ERRNO), &e) || !e || e >= 4096) {
+        e = EIO;
     }
     error_setg(&err, "vsriov-daemon-pool '%s': the daemon refused: %s",
-               dp_id(req->dp), msg);
+               dp_id(req->dp), text ?: "unknown error");
     req_finish(req, e, err);
 }
 
@@ -418,27 +331,26 @@ static void send_release(VsriovDaemonPool *dp, uint32_t handle);
  * answers a CLAIM, its VFs go back at once.  (Other answers name VFs too:
  * a late SET_ATTRS answer names the VF it changed, which stays this VM's.)
  */
-static void conn_late_answer(VsriovDaemonPool *dp, uint32_t seq,
-                             uint16_t type, GByteArray *payload)
+static void conn_late_answer(VsriovDaemonPool *dp, const struct vpd_msg *msg)
 {
     uint32_t handles[VPD_MAX_FDS];
     uint32_t n = 0;
     bool claim = false;
 
     for (guint i = 0; i < dp->late_claims->len; i++) {
-        if (g_array_index(dp->late_claims, uint32_t, i) == seq) {
+        if (g_array_index(dp->late_claims, uint32_t, i) == msg->seq) {
             g_array_remove_index_fast(dp->late_claims, i);
             claim = true;
             break;
         }
     }
-    if (claim && type == VPD_MSG_REPLY) {
-        n = parse_handles(payload, handles, NULL, VPD_MAX_FDS);
+    if (claim && msg->type == VPD_MSG_REPLY) {
+        n = parse_handles(msg, handles, NULL, VPD_MAX_FDS);
         for (uint32_t i = 0; i < n; i++) {
             send_release(dp, handles[i]);
         }
     }
-    trace_vsriov_daemon_pool_late_answer(dp_id(dp), seq, n);
+    trace_vsriov_daemon_pool_late_answer(dp_id(dp), msg->seq, n);
 }
 
 /*
@@ -447,52 +359,62 @@ static void conn_late_answer(VsriovDaemonPool *dp, uint32_t seq,
  */
 static void conn_dispatch(VsriovDaemonPool *dp)
 {
-    uint32_t seq = ldl_le_p(dp->in_hdr + 8);
-    uint16_t type = lduw_le_p(dp->in_hdr + 6);
-    g_autoptr(GByteArray) payload = g_byte_array_new();
+    g_autoptr(GByteArray) bytes = g_byte_array_new();
+    g_autoptr(GBytes) whole = NULL;
+    g_autoptr(GError) gerr = NULL;
+    g_autoptr(vpd_msg) msg = NULL;
     int fds[VPD_MAX_FDS];
     int nfds = dp->in_nfds;
-    DaemonReq *req;
+    DaemonReq *req = NULL;
     Error *err = NULL;
 
-    g_byte_array_append(payload, dp->in_payload->data, dp->in_payload->len);
+    g_byte_array_append(bytes, dp->in_hdr, VPD_HEADER_SIZE);
+    g_byte_array_append(bytes, dp->in_payload->data, dp->in_payload->len);
     memcpy(fds, dp->in_fds, sizeof(int) * MIN(nfds, VPD_MAX_FDS));
     dp->in_nfds = 0;
     conn_reset_reader(dp);
-
-    QTAILQ_FOREACH(req, &dp->pending, next) {
-        if (req->seq == seq) {
-            break;
+    whole = g_byte_array_free_to_bytes(g_steal_pointer(&bytes));
+    msg = vpd_msg_parse(whole, &gerr);
+    if (msg) {
+        QTAILQ_FOREACH(req, &dp->pending, next) {
+            if (req->seq == msg->seq) {
+                break;
+            }
         }
     }
-    if (!req) {
+    if (!msg || !req || nfds > VPD_MAX_FDS || nfds > req->max_fds ||
+        msg->type != VPD_MSG_REPLY) {
         for (int i = 0; i < MIN(nfds, VPD_MAX_FDS); i++) {
             close(fds[i]);
         }
-        conn_late_answer(dp, seq, type, payload);
+    }
+    if (!msg) {
+        g_autofree char *why = g_strdup_printf("malformed answer: %s",
+                                               gerr->message);
+
+        conn_close(dp, why);
+        return;
+    }
+    if (!req) {
+        conn_late_answer(dp, msg);
         return;
     }
     QTAILQ_REMOVE(&dp->pending, req, next);
     dp->n_pending--;
-    if (nfds > VPD_MAX_FDS || nfds > req->max_fds || type != VPD_MSG_REPLY) {
-        for (int i = 0; i < MIN(nfds, VPD_MAX_FDS); i++) {
-            close(fds[i]);
-        }
-    }
     if (nfds > VPD_MAX_FDS || nfds > req->max_fds) {
         error_setg(&err, "vsriov-daemon-pool '%s': the daemon sent more "
                    "file descriptors than asked for", dp_id(dp));
         req_finish(req, EIO, err);
-    } else if (type == VPD_MSG_ERROR) {
-        req_refused(req, payload);
-    } else if (type != VPD_MSG_REPLY) {
+    } else if (msg->type == VPD_MSG_ERROR) {
+        req_refused(req, msg);
+    } else if (msg->type != VPD_MSG_REPLY) {
         error_setg(&err, "vsriov-daemon-pool '%s': unexpected answer type %u",
-                   dp_id(dp), type);
+                   dp_id(dp), msg->type);
         req_finish(req, EIO, err);
     } else {
         req->fds = g_memdup2(fds, sizeof(int) * nfds);
         req->nfds = nfds;
-        req->reply = g_steal_pointer(&payload);
+        req->reply = g_steal_pointer(&msg);
         req_finish(req, 0, NULL);
     }
 }
@@ -511,7 +433,6 @@ static void conn_read(VsriovDaemonPool *dp)
                              .msg_control = u.buf,
                              .msg_controllen = sizeof(u.buf) };
         struct cmsghdr *cm;
-        uint32_t len;
         ssize_t r;
 
         if (dp->in_got < VPD_HEADER_SIZE) {
@@ -553,14 +474,15 @@ static void conn_read(VsriovDaemonPool *dp)
         }
         dp->in_got += r;
         if (dp->in_got == VPD_HEADER_SIZE) {
-            len = ldl_le_p(dp->in_hdr + 12);
-            if (ldl_le_p(dp->in_hdr) != VPD_MAGIC || len > VPD_MAX_PAYLOAD ||
-                (len % 4)) {
+            gssize total = vpd_msg_total_len(dp->in_hdr, VPD_HEADER_SIZE,
+                                             NULL);
+
+            if (total < 0) {
                 conn_close(dp, "the peer does not speak the vdpa-pool-daemon "
                            "protocol");
                 return;
             }
-            g_byte_array_set_size(dp->in_payload, len);
+            g_byte_array_set_size(dp->in_payload, total - VPD_HEADER_SIZE);
         }
         if (dp->in_got == VPD_HEADER_SIZE + dp->in_payload->len) {
             conn_dispatch(dp);
@@ -666,22 +588,25 @@ static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
  * req_wait().  At most @max_fds descriptors may come with the answer.
  * Never NULL; a request that cannot be sent is finished at once.
  */
-static DaemonReq *req_send(VsriovDaemonPool *dp, GByteArray *m,
+static DaemonReq *req_send(VsriovDaemonPool *dp, struct vpd_builder *m,
                            int max_fds, DaemonReqDone *done, void *opaque)
 {
     DaemonReq *req = g_new0(DaemonReq, 1);
+    g_autoptr(GBytes) bytes = vpd_builder_finish(m);
+    gsize len;
+    const uint8_t *data = g_bytes_get_data(bytes, &len);
+    guint at = dp->out->len;
     Error *err = NULL;
 
+    g_free(m);
     req->dp = dp;
     req->seq = ++dp->seq;
-    req->type = lduw_le_p(m->data + 6);
+    req->type = lduw_le_p(data + 6);
     req->max_fds = max_fds;
     req->done = done;
     req->opaque = opaque;
     req->deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                     VPD_TIMEOUT_S * NANOSECONDS_PER_SECOND;
-    stl_le_p(m->data + 8, req->seq);
-    stl_le_p(m->data + 12, m->len - VPD_HEADER_SIZE);
 
     if (dp->n_pending >= VPD_MAX_PENDING) {
         error_setg(&err, "vsriov-daemon-pool '%s': %u requests to %s are "
@@ -691,7 +616,8 @@ static DaemonReq *req_send(VsriovDaemonPool *dp, GByteArray *m,
     } else if (!ensure_connected(dp, &err)) {
         req_finish(req, EIO, err);
     } else {
-        g_byte_array_append(dp->out, m->data, m->len);
+        g_byte_array_append(dp->out, data, len);
+        stl_le_p(dp->out->data + at + 8, req->seq);
         QTAILQ_INSERT_TAIL(&dp->pending, req, next);
         dp->n_pending++;
         if (!timer_pending(dp->deadline_timer)) {
@@ -699,7 +625,6 @@ static DaemonReq *req_send(VsriovDaemonPool *dp, GByteArray *m,
         }
         conn_flush(dp);     /* may fail it (and all others) */
     }
-    g_byte_array_unref(m);
     return req;
 }
 
@@ -728,15 +653,16 @@ static void req_wait(VsriovDaemonPool *dp, DaemonReq *req)
 }
 
 /*
- * Send @m and wait for the answer: its payload, and the fds that came with
+ * Send @m and wait for the answer: the message, and the fds that came with
  * it into @fds (@max_fds at most).  NULL with @errp set (and the errno in
  * *@err_no unless NULL) if it failed or the daemon refused.
  */
-static GByteArray *transact(VsriovDaemonPool *dp, GByteArray *m, int *fds,
-                            int max_fds, int *nfds, int *err_no, Error **errp)
+static struct vpd_msg *transact(VsriovDaemonPool *dp, struct vpd_builder *m,
+                                int *fds, int max_fds, int *nfds, int *err_no,
+                                Error **errp)
 {
     DaemonReq *req = req_send(dp, m, max_fds, NULL, NULL);
-    GByteArray *reply = NULL;
+    struct vpd_msg *reply = NULL;
 
     req_wait(dp, req);
     if (err_no) {
@@ -767,9 +693,9 @@ static void release_done(DaemonReq *req)
 /* Tell the daemon a VF is no longer ours; nobody waits for the answer. */
 static void send_release(VsriovDaemonPool *dp, uint32_t handle)
 {
-    GByteArray *m = msg_new(VPD_MSG_RELEASE);
+    struct vpd_builder *m = msg_new(VPD_MSG_RELEASE);
 
-    put_u32(m, VPD_A_HANDLE, handle);
+    vpd_put_u32(m, VPD_A_HANDLE, handle);
     req_send(dp, m, 0, release_done, GUINT_TO_POINTER(handle));
 }
 
@@ -1009,11 +935,11 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
     }
     dp->claiming += n;
     for (unsigned k = 0; k < n; k++) {
-        GByteArray *m = msg_new(VPD_MSG_CLAIM);
+        struct vpd_builder *m = msg_new(VPD_MSG_CLAIM);
 
-        put_str(m, VPD_A_POOL, dp->pool);
-        put_str(m, VPD_A_OWNER, owners[k]);
-        put_u32(m, VPD_A_COUNT, 1);
+        vpd_put_str(m, VPD_A_POOL, dp->pool);
+        vpd_put_str(m, VPD_A_OWNER, owners[k]);
+        vpd_put_u32(m, VPD_A_COUNT, 1);
         req_send(dp, m, 1, claim_part_done, &b->parts[k]);
     }
 }
@@ -1150,7 +1076,7 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
     ConfigureCall *call = g_new(ConfigureCall, 1);
-    GByteArray *m;
+    struct vpd_builder *m;
     uint32_t i;
 
     call->done = done;
@@ -1174,27 +1100,27 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
         return;
     }
     m = msg_new(VPD_MSG_SET_ATTRS);
-    put_u32(m, VPD_A_HANDLE, dp->handles[i]);
+    vpd_put_u32(m, VPD_A_HANDLE, dp->handles[i]);
     if ((changed & VSRIOV_VF_CFG_MAC) && c->mac_set) {
-        put_attr(m, VPD_A_MAC, c->mac, 6);
+        vpd_put_bytes(m, VPD_A_MAC, c->mac, 6);
     }
     if (changed & VSRIOV_VF_CFG_VLAN) {
-        put_u16(m, VPD_A_VLAN, c->vlan);
-        put_u8(m, VPD_A_QOS, c->qos);
-        put_u16(m, VPD_A_VLAN_PROTO, c->vlan_proto);
+        vpd_put_u16(m, VPD_A_VLAN, c->vlan);
+        vpd_put_u8(m, VPD_A_QOS, c->qos);
+        vpd_put_u16(m, VPD_A_VLAN_PROTO, c->vlan_proto);
     }
     if (changed & VSRIOV_VF_CFG_SPOOFCHK) {
-        put_u8(m, VPD_A_SPOOFCHK, c->spoofchk);
+        vpd_put_u8(m, VPD_A_SPOOFCHK, c->spoofchk);
     }
     if (changed & VSRIOV_VF_CFG_TRUST) {
-        put_u8(m, VPD_A_TRUST, c->trust);
+        vpd_put_u8(m, VPD_A_TRUST, c->trust);
     }
     if (changed & VSRIOV_VF_CFG_LINK_STATE) {
-        put_u8(m, VPD_A_LINK_STATE, c->link_state);
+        vpd_put_u8(m, VPD_A_LINK_STATE, c->link_state);
     }
     if (changed & VSRIOV_VF_CFG_RATE) {
-        put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);
-        put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
+        vpd_put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);
+        vpd_put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
     req_send(dp, m, 0, configure_done, call);
 }
@@ -1205,8 +1131,8 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     VsriovPool *pool = VSRIOV_POOL(uc);
     const char *id = object_get_canonical_path_component(OBJECT(uc));
     struct sockaddr_un addr;
-    GByteArray *m;
-    g_autoptr(GByteArray) reply = NULL;
+    struct vpd_builder *m;
+    g_autoptr(vpd_msg) reply = NULL;
     int nfds = 0;
 
     if (pool->entries->len) {
@@ -1248,9 +1174,9 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     }
 
     m = msg_new(VPD_MSG_CLAIM);
-    put_str(m, VPD_A_POOL, dp->pool);
-    put_str(m, VPD_A_OWNER, id);
-    put_u32(m, VPD_A_COUNT, dp->count);
+    vpd_put_str(m, VPD_A_POOL, dp->pool);
+    vpd_put_str(m, VPD_A_OWNER, id);
+    vpd_put_u32(m, VPD_A_COUNT, dp->count);
     dp->vhost_fds = g_new(int, dp->count);
     for (uint32_t i = 0; i < dp->count; i++) {
         dp->vhost_fds[i] = -1;

@@ -22,6 +22,8 @@ default-deny, claimable again.
 The tests share one Level 1 host and one VM (a module fixture) and run in
 file order; each leaves the pods as it found them."""
 import re
+import shlex
+import statistics
 
 import pytest
 
@@ -194,15 +196,39 @@ def test_daemon_restart_does_not_stop_a_stream(system):
     assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
 
 
-def rtts_ms(host, cmd, n, within_ms=None):
-    """Round trips of @cmd run on @host, in ms as the host times them: @n,
-    or fewer if @within_ms pass first."""
-    limit = f"[ $(date +%s%N) -lt $end ] || break; " if within_ms else ""
-    out = host.check(f"end=$(( $(date +%s%N) + {within_ms or 0} * 1000000 )); "
-                     f"for i in $(seq {n}); do {limit}s=$(date +%s%N); "
-                     f"{cmd} >/dev/null || exit 1; "
-                     "echo $(( ($(date +%s%N) - s) / 1000000 )); done", timeout=30 + 15 * n)
+def agent_cmd(l2, cmd):
+    """@cmd run in the Level 2 guest by its agent, from Level 1."""
+    return (f"{l2.L1_AGENT} run --connect {l2.dir}/agent.sock --wait 10 "
+            f"--pid $(cat {l2.dir}/pid) --timeout 10 -- {shlex.quote(cmd)}")
+
+
+def rtts_ms(l1, l2, n):
+    """@n round trips of the guest's agent, in ms as Level 1 times them."""
+    out = l1.check(f"for i in $(seq {n}); do s=$(date +%s%N); "
+                   f"{agent_cmd(l2, 'true')} >/dev/null || exit 1; "
+                   "echo $(( ($(date +%s%N) - s) / 1000000 )); done", timeout=30 + 15 * n)
     return [int(x) for x in out.split()]
+
+
+def rtts_until_done(l1, l2, path, limit=60):
+    """The agent's round trips, in ms, each reading @path in the guest, until
+    it says rc=: how the guest answered while a command there waited."""
+    out = l1.check(f"for i in $(seq {limit}); do s=$(date +%s%N); "
+                   f"o=$({agent_cmd(l2, 'cat ' + path)}) || exit 1; "
+                   "echo $(( ($(date +%s%N) - s) / 1000000 )); "
+                   "case \"$o\" in *rc=*) exit 0;; esac; done; exit 1", timeout=30 + 15 * limit)
+    return [int(x) for x in out.split()]
+
+
+def assert_responsive(base, during, waited_s):
+    """While a command waited @waited_s s for the stopped daemon, the guest
+    answered its agent all along: a guest held up in QEMU for the daemon
+    (before the asynchronous provider interface) answers once, after it."""
+    print(f"agent round trips from Level 1: {base} ms before, {during} ms while the "
+          f"command waited {waited_s} s for the stopped daemon")
+    assert waited_s >= 4, "the command did not wait for QEMU's 5 s deadline"
+    assert len(during) >= 3, during
+    assert statistics.median(during) < max(1000, 2 * max(base)), (base, during)
 
 
 def test_stuck_daemon_times_out_then_catches_up(system):
@@ -218,31 +244,22 @@ def test_stuck_daemon_times_out_then_catches_up(system):
     l1, l2 = s.l1, s.l2
     vf = PODS["c"][0]
     assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
-    agent = (f"{l2.L1_AGENT} run --connect {l2.dir}/agent.sock --wait 10 "
-             f"--pid $(cat {l2.dir}/pid) --timeout 10 -- true")
-    # The agent's round trip from Level 1, as a baseline.
-    base = rtts_ms(l1, agent, 5)
+    base = rtts_ms(l1, l2, 5)
     l1.check("kill -STOP $(cat /tmp/vpd.pid)")
     try:
-        l2.check(f"rm -f /tmp/stuck.out; (s=$(date +%s); ip link set {s.pf_dev} vf {vf} "
-                 "vlan 170; rc=$?; echo took $(( $(date +%s) - s )) rc=$rc) "
+        l2.check(f"rm -f /tmp/stuck.out; (s=$(date +%s%N); ip link set {s.pf_dev} vf {vf} "
+                 "vlan 170; rc=$?; echo took_ms $(( ($(date +%s%N) - s) / 1000000 )) rc=$rc) "
                  ">/tmp/stuck.out 2>&1 &")
         # While the command waits for the daemon, the guest answers.
-        stalled = rtts_ms(l1, agent, 20, within_ms=2500)
-        assert not l2.check("cat /tmp/stuck.out").strip(), "the command did not wait"
-        l2.wait_until("grep -q rc= /tmp/stuck.out", timeout=60)
+        during = rtts_until_done(l1, l2, "/tmp/stuck.out")
     finally:
         l1.check("kill -CONT $(cat /tmp/vpd.pid)")
     out = l2.check("cat /tmp/stuck.out")
-    print(f"agent round trip from Level 1: {base} ms before, {stalled} ms while a VF "
-          f"command waited for the stopped daemon")
     assert "Connection timed out" in out and "rc=0" not in out, out
-    took = int(re.search(r"took (\d+)", out).group(1))
-    print(f"VF command with the daemon stopped: failed after {took} s")
+    took = int(re.search(r"took_ms (\d+)", out).group(1)) / 1000
+    print(f"VF command with the daemon stopped: failed after {took:.1f} s")
     assert took < 60, out
-    # A guest held up by QEMU for the daemon's 5 s could not answer within
-    # that time; twice the slowest baseline round trip, at least 1 s.
-    assert max(stalled) < max(1000, 2 * max(base)), (base, stalled)
+    assert_responsive(base, during, took)
     # The late request is applied once the daemon runs again.
     l1.wait_until(f"ovs-vsctl get Port {vf_port(vf)} tag | grep -qx 170", timeout=60)
     # The guest (told ETIMEDOUT) says 160 again: QEMU sends everything.
@@ -307,24 +324,20 @@ def test_stuck_daemon_at_vf_enable(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
     claims = "grep -c \"claimed by '/machine/\" /scratch/vpd.log || true"
     before = int(l1.check(claims).strip())
-    agent = (f"{l2.L1_AGENT} run --connect {l2.dir}/agent.sock --wait 10 "
-             f"--pid $(cat {l2.dir}/pid) --timeout 10 -- true")
-    base = rtts_ms(l1, agent, 5)
+    base = rtts_ms(l1, l2, 5)
     l1.check("kill -STOP $(cat /tmp/vpd.pid)")
     try:
-        l2.check(f"rm -f /tmp/enable.out; (s=$(date +%s); "
+        l2.check(f"rm -f /tmp/enable.out; (s=$(date +%s%N); "
                  f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs; rc=$?; "
-                 "echo took $(( $(date +%s) - s )) rc=$rc) >/tmp/enable.out 2>&1 &")
-        stalled = rtts_ms(l1, agent, 20, within_ms=2500)
-        assert not l2.check("cat /tmp/enable.out").strip(), "the enable did not wait"
-        l2.wait_until("grep -q rc= /tmp/enable.out", timeout=60)
+                 "echo took_ms $(( ($(date +%s%N) - s) / 1000000 )) rc=$rc) "
+                 ">/tmp/enable.out 2>&1 &")
+        during = rtts_until_done(l1, l2, "/tmp/enable.out")
     finally:
         l1.check("kill -CONT $(cat /tmp/vpd.pid)")
     out = l2.check("cat /tmp/enable.out")
-    print(f"agent round trip from Level 1: {base} ms before, {stalled} ms while VF Enable "
-          f"waited for the stopped daemon; {out.strip()}")
     assert "Connection timed out" in out and "rc=0" not in out, out
-    assert max(stalled) < max(1000, 2 * max(base)), (base, stalled)
+    took = int(re.search(r"took_ms (\d+)", out).group(1)) / 1000
+    assert_responsive(base, during, took)
     assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_numvfs").strip() == "0"
     # The daemon answers the two claims late; QEMU gives those VFs back.
     l1.wait_until(f"test $({claims}) -ge {before + 2}", timeout=60)

@@ -1,0 +1,1 @@
+../../vdpa-pool-daemon/src/protocol.h
