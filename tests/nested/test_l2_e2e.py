@@ -247,17 +247,18 @@ def test_stuck_daemon_times_out_then_catches_up(system):
     base = rtts_ms(l1, l2, 5)
     l1.check("kill -STOP $(cat /tmp/vpd.pid)")
     try:
-        l2.check(f"rm -f /tmp/stuck.out; (s=$(date +%s%N); ip link set {s.pf_dev} vf {vf} "
-                 "vlan 170; rc=$?; echo took_ms $(( ($(date +%s%N) - s) / 1000000 )) rc=$rc) "
-                 ">/tmp/stuck.out 2>&1 &")
+        # (the guest's busybox date has whole seconds only)
+        l2.check(f": >/tmp/stuck.out; (s=$(date +%s); ip link set {s.pf_dev} vf {vf} "
+                 "vlan 170; rc=$?; echo took $(( $(date +%s) - s )) rc=$rc) "
+                 ">>/tmp/stuck.out 2>&1 &")
         # While the command waits for the daemon, the guest answers.
         during = rtts_until_done(l1, l2, "/tmp/stuck.out")
     finally:
         l1.check("kill -CONT $(cat /tmp/vpd.pid)")
     out = l2.check("cat /tmp/stuck.out")
     assert "Connection timed out" in out and "rc=0" not in out, out
-    took = int(re.search(r"took_ms (\d+)", out).group(1)) / 1000
-    print(f"VF command with the daemon stopped: failed after {took:.1f} s")
+    took = int(re.search(r"took (\d+)", out).group(1))
+    print(f"VF command with the daemon stopped: failed after {took} s")
     assert took < 60, out
     assert_responsive(base, during, took)
     # The late request is applied once the daemon runs again.
@@ -327,16 +328,15 @@ def test_stuck_daemon_at_vf_enable(system):
     base = rtts_ms(l1, l2, 5)
     l1.check("kill -STOP $(cat /tmp/vpd.pid)")
     try:
-        l2.check(f"rm -f /tmp/enable.out; (s=$(date +%s%N); "
+        l2.check(f": >/tmp/enable.out; (s=$(date +%s); "
                  f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs; rc=$?; "
-                 "echo took_ms $(( ($(date +%s%N) - s) / 1000000 )) rc=$rc) "
-                 ">/tmp/enable.out 2>&1 &")
+                 "echo took $(( $(date +%s) - s )) rc=$rc) >>/tmp/enable.out 2>&1 &")
         during = rtts_until_done(l1, l2, "/tmp/enable.out")
     finally:
         l1.check("kill -CONT $(cat /tmp/vpd.pid)")
     out = l2.check("cat /tmp/enable.out")
     assert "Connection timed out" in out and "rc=0" not in out, out
-    took = int(re.search(r"took_ms (\d+)", out).group(1)) / 1000
+    took = int(re.search(r"took (\d+)", out).group(1))
     assert_responsive(base, during, took)
     assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_numvfs").strip() == "0"
     # The daemon answers the two claims late; QEMU gives those VFs back.
