@@ -54,9 +54,10 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
  */
 #define VPD_MAX_FDS         253     /* SCM_RIGHTS' limit */
 #define VPD_TIMEOUT_S       5
-#define VPD_MAX_LATE        16  /* timed-out CLAIMs whose VFs come back */
-
 #define VPD_MAX_PENDING     1024    /* requests in flight per pool */
+/* timed-out CLAIMs whose VFs come back: all that can be in flight */
+#define VPD_MAX_LATE        VPD_MAX_PENDING
+#define VPD_RELEASE_TRIES   5       /* a RELEASE that fails is sent again */
 
 typedef struct DaemonReq DaemonReq;
 typedef void DaemonReqDone(DaemonReq *req);
@@ -95,6 +96,7 @@ struct VsriovDaemonPool {
     uint32_t count;
 
     /* runtime */
+    char *id;               /* the object's id (also once unparented) */
     int fd;                 /* connection to the daemon, or -1 */
     uint32_t seq;
     QTAILQ_HEAD(, DaemonReq) pending;   /* sent, in order, not answered */
@@ -110,6 +112,7 @@ struct VsriovDaemonPool {
     int in_nfds;            /* VPD_MAX_FDS + 1: too many came */
     GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
     unsigned claiming;      /* VFs of claim_async calls not done yet */
+    GArray *to_release;     /* LateRelease: RELEASEs to send again */
     int *vhost_fds;         /* until they become netdevs */
     uint32_t *handles;      /* the daemon's handle of each VF */
     DaemonVF *vfs;          /* what the daemon said of each VF */
@@ -179,11 +182,13 @@ static uint32_t parse_handles(const struct vpd_msg *msg, uint32_t *handles,
  * pieces if they trickle, and matched to their request by sequence number.
  * Each request has a deadline (VPD_TIMEOUT_S); a timer fails the ones that
  * pass it.  A request's completion runs from a bottom half, never inside
- * the call that sent it nor inside another request's wait.
+ * the call that sent it nor inside another request's wait, and in the
+ * iohandler context, not the main one: block-layer drains (in a device's
+ * reset, say) poll that one, and a completion may replace VFs.
  *
- * Only the pool's creation and a lazy pool's claim wait for their answer
- * (req_wait(), which reads the same stream with poll() up to the
- * request's deadline); everything else completes in the main loop.
+ * Only the pool's creation waits for its answer (req_wait(), which reads
+ * the same stream with poll() up to the request's deadline); everything
+ * else completes in the main loop.
  */
 
 static void conn_readable(void *opaque);
@@ -191,7 +196,7 @@ static void conn_writable(void *opaque);
 
 static const char *dp_id(VsriovDaemonPool *dp)
 {
-    return object_get_canonical_path_component(OBJECT(dp));
+    return dp->id;
 }
 
 static void req_free(DaemonReq *req)
@@ -205,16 +210,33 @@ static void req_free(DaemonReq *req)
     g_free(req);
 }
 
-static void done_bh(void *opaque)
+static void release_again(VsriovDaemonPool *dp);
+
+/* Run the completions of what finished; true if one had its answer. */
+static bool run_completions(VsriovDaemonPool *dp)
 {
-    VsriovDaemonPool *dp = opaque;
     DaemonReq *req;
+    bool answered = false;
 
     while ((req = QTAILQ_FIRST(&dp->finished))) {
         QTAILQ_REMOVE(&dp->finished, req, next);
+        answered |= !req->err;
         req->done(req);
         req_free(req);
     }
+    return answered;
+}
+
+static void done_bh(void *opaque)
+{
+    VsriovDaemonPool *dp = opaque;
+
+    /* a completion may drop what else held the pool */
+    object_ref(OBJECT(dp));
+    if (run_completions(dp) && dp->to_release->len) {
+        release_again(dp);
+    }
+    object_unref(OBJECT(dp));
 }
 
 /*
@@ -402,6 +424,14 @@ static void conn_dispatch(VsriovDaemonPool *dp)
     QTAILQ_REMOVE(&dp->pending, req, next);
     dp->n_pending--;
     if (nfds > VPD_MAX_FDS || nfds > req->max_fds) {
+        if (req->type == VPD_MSG_CLAIM && msg->type == VPD_MSG_REPLY) {
+            uint32_t handles[VPD_MAX_FDS];
+            uint32_t n = parse_handles(msg, handles, NULL, VPD_MAX_FDS);
+
+            for (uint32_t i = 0; i < n; i++) {
+                send_release(dp, handles[i]);   /* nobody takes them */
+            }
+        }
         error_setg(&err, "vsriov-daemon-pool '%s': the daemon sent more "
                    "file descriptors than asked for", dp_id(dp));
         req_finish(req, EIO, err);
@@ -680,31 +710,75 @@ static struct vpd_msg *transact(VsriovDaemonPool *dp, struct vpd_builder *m,
     return reply;
 }
 
+/* A RELEASE, and how often it was sent (at most VPD_RELEASE_TRIES). */
+typedef struct LateRelease {
+    uint32_t handle;
+    unsigned tries;
+} LateRelease;
+
+static void send_release_tries(VsriovDaemonPool *dp, uint32_t handle,
+                               unsigned tries);
+
 static void release_done(DaemonReq *req)
 {
-    if (req->err) {
-        vsriov_report_guest_err(g_steal_pointer(&req->error));
-    } else {
-        trace_vsriov_daemon_pool_released(dp_id(req->dp),
-            GPOINTER_TO_UINT(req->opaque), req->dp->pool);
+    VsriovDaemonPool *dp = req->dp;
+    g_autofree LateRelease *r = req->opaque;
+
+    if (!req->err || req->err == EPERM) {
+        /* (EPERM: not this client's any more, e.g. released on a close) */
+        trace_vsriov_daemon_pool_released(dp_id(dp), r->handle, dp->pool);
+        return;
     }
+    /*
+     * Not given back (the daemon restarting, too many requests, no
+     * answer): the VF would stay this process's, so it goes again once a
+     * later request of this pool has had its answer.
+     */
+    if (++r->tries < VPD_RELEASE_TRIES) {
+        g_array_append_val(dp->to_release, *r);
+    } else {
+        error_append_hint(&req->error, "VF handle %u stays claimed until "
+                          "QEMU exits\n", r->handle);
+    }
+    vsriov_report_guest_err(g_steal_pointer(&req->error));
+}
+
+/* After an answer came: the RELEASEs that failed go again. */
+static void release_again(VsriovDaemonPool *dp)
+{
+    g_autoptr(GArray) again = dp->to_release;
+
+    dp->to_release = g_array_new(false, false, sizeof(LateRelease));
+    for (guint i = 0; i < again->len; i++) {
+        LateRelease *l = &g_array_index(again, LateRelease, i);
+
+        send_release_tries(dp, l->handle, l->tries);
+    }
+}
+
+static void send_release_tries(VsriovDaemonPool *dp, uint32_t handle,
+                               unsigned tries)
+{
+    struct vpd_builder *m = msg_new(VPD_MSG_RELEASE);
+    LateRelease *r = g_new(LateRelease, 1);
+
+    r->handle = handle;
+    r->tries = tries;
+    vpd_put_u32(m, VPD_A_HANDLE, handle);
+    req_send(dp, m, 0, release_done, r);
 }
 
 /* Tell the daemon a VF is no longer ours; nobody waits for the answer. */
 static void send_release(VsriovDaemonPool *dp, uint32_t handle)
 {
-    struct vpd_builder *m = msg_new(VPD_MSG_RELEASE);
-
-    vpd_put_u32(m, VPD_A_HANDLE, handle);
-    req_send(dp, m, 0, release_done, GUINT_TO_POINTER(handle));
+    send_release_tries(dp, handle, 0);
 }
 
 /* ---- the pool ----------------------------------------------------------- */
 
 static char *entry_netdev(VsriovDaemonPool *dp, uint32_t i)
 {
-    return g_strdup_printf("%s.%u",
-                           object_get_canonical_path_component(OBJECT(dp)), i);
+    return g_strdup_printf("%s.%u", dp_id(dp), i);
 }
 
 /* Turn the claimed descriptors into vhost-vdpa netdevs, once. */
@@ -729,7 +803,7 @@ static bool ensure_netdevs(VsriovDaemonPool *dp, Error **errp)
         dp->vhost_fds[i] = -1;  /* the netdev owns it, or closed it */
         if (!qemu_find_netdev(id)) {
             error_prepend(errp, "vsriov-daemon-pool '%s': VF %u: ",
-                object_get_canonical_path_component(OBJECT(dp)), i);
+                dp_id(dp), i);
             return false;
         }
     }
@@ -929,8 +1003,8 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
                    "its %u (count) are free", dp_id(dp), n,
                    free_slots - MIN(free_slots, dp->claiming), dp->count);
         claim_batch_fail(b, -ENOSPC, err);
-        aio_bh_schedule_oneshot(qemu_get_aio_context(), claim_batch_refused,
-                                b);
+        aio_bh_schedule_oneshot(iohandler_get_aio_context(),
+                                claim_batch_refused, b);
         return;
     }
     dp->claiming += n;
@@ -984,7 +1058,7 @@ static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
 static void daemon_release(VsriovPool *pool, const char *netdev)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    const char *id = object_get_canonical_path_component(OBJECT(dp));
+    const char *id = dp_id(dp);
 
     if (!pool->lazy) {
         parent_class->release(pool, netdev);
@@ -1135,6 +1209,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     g_autoptr(vpd_msg) reply = NULL;
     int nfds = 0;
 
+    dp->id = g_strdup(id);
     if (pool->entries->len) {
         error_setg(errp, "vsriov-daemon-pool '%s' takes its backends from "
                    "the daemon, not from 'netdevs'", id);
@@ -1220,7 +1295,8 @@ static void daemon_pool_instance_init(Object *obj)
     dp->out = g_byte_array_new();
     dp->in_payload = g_byte_array_new();
     dp->late_claims = g_array_new(false, false, sizeof(uint32_t));
-    dp->done_bh = qemu_bh_new(done_bh, dp);
+    dp->to_release = g_array_new(false, false, sizeof(LateRelease));
+    dp->done_bh = aio_bh_new(iohandler_get_aio_context(), done_bh, dp);
     dp->deadline_timer = timer_new_ns(QEMU_CLOCK_REALTIME, deadline_cb, dp);
 }
 
@@ -1246,17 +1322,19 @@ static void daemon_pool_instance_finalize(Object *obj)
      * still in flight completes (fails) now.
      */
     conn_close(dp, "the pool is going away");
-    done_bh(dp);
+    run_completions(dp);
     qemu_bh_delete(dp->done_bh);
     timer_free(dp->deadline_timer);
     g_byte_array_unref(dp->out);
     g_byte_array_unref(dp->in_payload);
     g_array_unref(dp->late_claims);
+    g_array_unref(dp->to_release);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
     g_free(dp->vfs);
     g_free(dp->socket);
     g_free(dp->pool);
+    g_free(dp->id);
 }
 
 static char *get_socket(Object *obj, Error **errp)
@@ -1293,6 +1371,15 @@ static void set_count(Object *obj, Visitor *v, const char *name,
     visit_type_uint32(v, name, &VSRIOV_DAEMON_POOL(obj)->count, errp);
 }
 
+/* Not while the daemon has still to answer: completions need the pool. */
+static bool daemon_can_be_deleted(UserCreatable *uc)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
+
+    return !dp->claiming && !dp->n_pending &&
+           USER_CREATABLE_CLASS(parent_class)->can_be_deleted(uc);
+}
+
 static void daemon_pool_class_init(ObjectClass *oc, const void *data)
 {
     UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
@@ -1300,6 +1387,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
 
     parent_class = VSRIOV_POOL_CLASS(object_class_get_parent(oc));
     ucc->complete = daemon_pool_complete;
+    ucc->can_be_deleted = daemon_can_be_deleted;
     pc->available = daemon_available;
     pc->claim = daemon_claim;
     pc->claim_async = daemon_claim_async;

@@ -317,6 +317,8 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     VsriovVFConfig def;
 
     config_defaults(vpf, i, &def);
+    /* what is in flight for the VF's last life no longer applies */
+    vpf->vfcfg_gen[i]++;
     if (vpf->pool->lazy) {
         /* a VF that comes has a fresh backend, one that went has none */
         vpf->vfcfg_unsure[i] = false;
@@ -324,10 +326,10 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
         /* what is in flight may land after the record says "default" */
         vpf->vfcfg_unsure[i] |= vf_has_ops(vpf, i);
         if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
+            /* (its own failure makes the VF unsure: it is current) */
             vf_configure(vpf, i, &def, 0);
         }
     }
-    vpf->vfcfg_gen[i]++;
     vpf->vfcfg[i] = def;
     if (old.mac_set) {
         MACAddr mac;

@@ -324,12 +324,15 @@ static void vpf_release_disabled(VsriovPF *vpf)
     vpf_release_disabled_from(vpf, 0);
 }
 
+static uint16_t vpf_wanted(VsriovPF *vpf);
+
 /* After a reset from outside a config write (see vsriov_pf_vfs_disabled). */
 static void vpf_reset_bh(void *opaque)
 {
     VsriovPF *vpf = opaque;
 
-    if (vpf->pool->lazy) {
+    /* (not what a VF Enable that came meanwhile waits for: the timer's) */
+    if (vpf->pool->lazy && !vpf->claim && !vpf_wanted(vpf)) {
         vpf_release_disabled(vpf);
     }
     vpf_sync_enabled(vpf);
