@@ -220,15 +220,32 @@ def rtts_until_done(l1, l2, path, limit=60):
     return [int(x) for x in out.split()]
 
 
-def assert_responsive(base, during, waited_s):
-    """While a command waited @waited_s s for the stopped daemon, the guest
-    answered its agent all along: a guest held up in QEMU for the daemon
-    (before the asynchronous provider interface) answers once, after it."""
-    print(f"agent round trips from Level 1: {base} ms before, {during} ms while the "
-          f"command waited {waited_s} s for the stopped daemon")
-    assert waited_s >= 4, "the command did not wait for QEMU's 5 s deadline"
+def while_daemon_stopped(s, cmd):
+    """@cmd run in the guest with the daemon SIGSTOPped until it ended: it
+    fails after QEMU's 5 s deadline, and meanwhile the guest answers its
+    agent all along (a guest held up in QEMU for the daemon, as before the
+    asynchronous provider interface, answers once, after it).  Returns
+    what the command said."""
+    l1, l2 = s.l1, s.l2
+    path = "/tmp/stopped.out"
+    base = rtts_ms(l1, l2, 5)
+    l1.check("kill -STOP $(cat /tmp/vpd.pid)")
+    try:
+        # (the guest's busybox date has whole seconds only)
+        l2.check(f": >{path}; (s=$(date +%s); {cmd}; rc=$?; "
+                 f"echo took $(( $(date +%s) - s )) rc=$rc) >>{path} 2>&1 &")
+        during = rtts_until_done(l1, l2, path)
+    finally:
+        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
+    out = l2.check(f"cat {path}")
+    took = int(re.search(r"took (\d+)", out).group(1))
+    print(f"{cmd}: failed after {took} s; agent round trips from Level 1: {base} ms "
+          f"before, {during} ms while it waited for the stopped daemon")
+    assert "rc=0" not in out, out
+    assert 4 <= took < 60, "the command did not wait for QEMU's 5 s deadline: " + out
     assert len(during) >= 3, during
     assert statistics.median(during) < max(1000, 2 * max(base)), (base, during)
+    return out
 
 
 def test_stuck_daemon_times_out_then_catches_up(system):
@@ -244,23 +261,8 @@ def test_stuck_daemon_times_out_then_catches_up(system):
     l1, l2 = s.l1, s.l2
     vf = PODS["c"][0]
     assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
-    base = rtts_ms(l1, l2, 5)
-    l1.check("kill -STOP $(cat /tmp/vpd.pid)")
-    try:
-        # (the guest's busybox date has whole seconds only)
-        l2.check(f": >/tmp/stuck.out; (s=$(date +%s); ip link set {s.pf_dev} vf {vf} "
-                 "vlan 170; rc=$?; echo took $(( $(date +%s) - s )) rc=$rc) "
-                 ">>/tmp/stuck.out 2>&1 &")
-        # While the command waits for the daemon, the guest answers.
-        during = rtts_until_done(l1, l2, "/tmp/stuck.out")
-    finally:
-        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
-    out = l2.check("cat /tmp/stuck.out")
-    assert "Connection timed out" in out and "rc=0" not in out, out
-    took = int(re.search(r"took (\d+)", out).group(1))
-    print(f"VF command with the daemon stopped: failed after {took} s")
-    assert took < 60, out
-    assert_responsive(base, during, took)
+    out = while_daemon_stopped(s, f"ip link set {s.pf_dev} vf {vf} vlan 170")
+    assert "Connection timed out" in out, out
     # The late request is applied once the daemon runs again.
     l1.wait_until(f"ovs-vsctl get Port {vf_port(vf)} tag | grep -qx 170", timeout=60)
     # The guest (told ETIMEDOUT) says 160 again: QEMU sends everything.
@@ -325,19 +327,8 @@ def test_stuck_daemon_at_vf_enable(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
     claims = "grep -c \"claimed by '/machine/\" /scratch/vpd.log || true"
     before = int(l1.check(claims).strip())
-    base = rtts_ms(l1, l2, 5)
-    l1.check("kill -STOP $(cat /tmp/vpd.pid)")
-    try:
-        l2.check(f": >/tmp/enable.out; (s=$(date +%s); "
-                 f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs; rc=$?; "
-                 "echo took $(( $(date +%s) - s )) rc=$rc) >>/tmp/enable.out 2>&1 &")
-        during = rtts_until_done(l1, l2, "/tmp/enable.out")
-    finally:
-        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
-    out = l2.check("cat /tmp/enable.out")
-    assert "Connection timed out" in out and "rc=0" not in out, out
-    took = int(re.search(r"took (\d+)", out).group(1))
-    assert_responsive(base, during, took)
+    out = while_daemon_stopped(s, f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs")
+    assert "Connection timed out" in out, out
     assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_numvfs").strip() == "0"
     # The daemon answers the two claims late; QEMU gives those VFs back.
     l1.wait_until(f"test $({claims}) -ge {before + 2}", timeout=60)
