@@ -684,20 +684,16 @@ static void req_wait(VsriovDaemonPool *dp, DaemonReq *req)
 
 /*
  * Send @m and wait for the answer: the message, and the fds that came with
- * it into @fds (@max_fds at most).  NULL with @errp set (and the errno in
- * *@err_no unless NULL) if it failed or the daemon refused.
+ * it into @fds (@max_fds at most).  NULL with @errp set if it failed or
+ * the daemon refused.
  */
 static struct vpd_msg *transact(VsriovDaemonPool *dp, struct vpd_builder *m,
-                                int *fds, int max_fds, int *nfds, int *err_no,
-                                Error **errp)
+                                int *fds, int max_fds, int *nfds, Error **errp)
 {
     DaemonReq *req = req_send(dp, m, max_fds, NULL, NULL);
     struct vpd_msg *reply = NULL;
 
     req_wait(dp, req);
-    if (err_no) {
-        *err_no = req->err;
-    }
     if (req->err) {
         error_propagate(errp, g_steal_pointer(&req->error));
     } else {
@@ -1258,7 +1254,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     }
     dp->handles = g_new0(uint32_t, dp->count);
     dp->vfs = g_new0(DaemonVF, dp->count);
-    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, NULL, errp);
+    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
     if (!reply) {
         for (uint32_t i = 0; i < dp->count; i++) {
             dp->vhost_fds[i] = -1;  /* transact closed what it got */

@@ -30,23 +30,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from harness import paths  # noqa: E402
 from harness.vm import L1Host  # noqa: E402
+from bench_vf_enable_host import provision  # noqa: E402
 
 ROUNDS = int(os.environ.get("VSRIOV_BENCH_ROUNDS", "3"))
 COMMANDS = int(os.environ.get("VSRIOV_BENCH_COMMANDS", "1000"))
 STUCK = 2
 NUM_VFS = 64
-
-CONF = """[daemon]
-socket = /run/vpds/api.sock
-state = /run/vpds/state
-[pf {pf}]
-num-vfs = {n}
-eswitch = switchdev
-vdpa-mgmtdev = vdpasim_net
-[pool p]
-pf = {pf}
-vlans = 1-4094
-"""
 
 # Runs in Level 1: one QEMU binary, one pool mode; JSON on stdout.
 RUNNER = r"""
@@ -57,10 +46,10 @@ from harness import vpd
 
 qemu, mode, n, rounds, commands, stuck = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
                                           int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
-daemon_pid = int(open("/tmp/vpds.pid").read())
+daemon_pid = int(open("/tmp/vpdb.pid").read())
 # what the last QEMU held (and late answers to a stopped daemon) are free again
 deadline = time.monotonic() + 120
-while sum(1 for v in vpd.Client("/run/vpds/api.sock").status() if v["COUNT"] == 0) < n:
+while sum(1 for v in vpd.Client("/run/vpdb/api.sock").status() if v["COUNT"] == 0) < n:
     assert time.monotonic() < deadline, "the daemon's VFs did not come back"
     time.sleep(0.2)
 sock = f"/tmp/bs-{os.getpid()}.sock"
@@ -70,7 +59,7 @@ args = [qemu, "-M", "q35", "-nodefaults", "-display", "none", "-accel", "qtest",
         "-object", "memory-backend-memfd,id=mem0,size=1G,share=on",
         "-machine", "memory-backend=mem0", "-m", "1G",
         "-device", "pcie-root-port,id=rp0,chassis=1,addr=0x2", "-netdev", "user,id=n0",
-        "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpds/api.sock,pool=p,"
+        "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpdb/api.sock,pool=p,"
                    f"count={n},lazy={lazy}",
         "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0,romfile="]
 p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=open("/scratch/bench-stall-qemu.log", "a"))
@@ -183,12 +172,7 @@ def main():
     try:
         l1.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
         l1.check(f"cat > /tmp/bench-runner.py <<'EOF'\n{RUNNER}EOF")
-        pf = l1.new_netdevsim(21, max_vfs=NUM_VFS)
-        l1.check(f"mkdir -p /run/vpds && cat > /tmp/vpds.conf <<'EOF'\n"
-                 f"{CONF.format(pf=pf, n=NUM_VFS)}EOF")
-        l1.check(f"setsid {daemon} -c /tmp/vpds.conf > /tmp/vpds.out 2>/scratch/vpds.log "
-                 "< /dev/null & echo $! > /tmp/vpds.pid")
-        l1.wait_until("grep -qx READY /tmp/vpds.out", timeout=600)
+        provision(l1, daemon, NUM_VFS, pool_extra="vlans = 1-4094\n")
         for name, qemu in qemus:
             for mode in ("premapped", "lazy"):
                 res = l1.check(f"python3 /tmp/bench-runner.py {qemu} {mode} {NUM_VFS} "

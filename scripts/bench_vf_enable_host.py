@@ -48,7 +48,7 @@ eswitch = switchdev
 vdpa-mgmtdev = vdpasim_net
 [pool p]
 pf = {pf}
-"""
+{pool_extra}"""
 
 # Runs in Level 1: one configuration, JSON on stdout.
 RUNNER = r"""
@@ -114,15 +114,18 @@ def run_matrix(l1, devs, modes, ns, rams, tag):
     return rows
 
 
-def provision(l1, daemon):
-    pf = l1.new_netdevsim(20, max_vfs=NUM_VFS)
-    l1.check(f"mkdir -p /run/vpdb && cat > /tmp/vpdb.conf <<'EOF'\n"
-             f"{CONF.format(pf=pf, n=NUM_VFS)}EOF")
+def provision(l1, daemon, num_vfs=NUM_VFS, pool_extra=""):
+    """vdpa-pool-daemon on a netdevsim PF of @num_vfs vdpa_sim_net VFs, its
+    socket /run/vpdb/api.sock, its pid in /tmp/vpdb.pid, @pool_extra lines
+    in its pool 'p': the vhost-vdpa device of each VF."""
+    pf = l1.new_netdevsim(20, max_vfs=num_vfs)
+    conf = CONF.format(pf=pf, n=num_vfs, pool_extra=pool_extra)
+    l1.check(f"mkdir -p /run/vpdb && cat > /tmp/vpdb.conf <<'EOF'\n{conf}EOF")
     l1.check(f"setsid {daemon} -c /tmp/vpdb.conf > /tmp/vpdb.out 2>/scratch/vpdb.log "
              "< /dev/null & echo $! > /tmp/vpdb.pid")
     l1.wait_until("grep -qx READY /tmp/vpdb.out", timeout=600)
     return [l1.check(f"ls /sys/bus/vdpa/devices/vpd-{pf}-{i}/ | grep vhost-vdpa-").strip()
-            for i in range(NUM_VFS)]
+            for i in range(num_vfs)]
 
 
 def unprovision(l1):
