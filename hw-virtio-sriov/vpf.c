@@ -298,42 +298,126 @@ static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
     return vf && backend == vpf_vf_backend(vf);
 }
 
-/* Lazy pools: return the backends of VFs @from.. that are not enabled. */
-static void vpf_release_disabled_from(VsriovPF *vpf, uint16_t from)
-{
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-
-    memory_region_transaction_begin();
-    for (uint16_t i = from; i < vpf->num_vfs; i++) {
-        NetClientState *nc = vpf->backends[i];
-
-        if (nc && !vpf->vfs[i]->enabled) {
-            /* the VF's end may free a backend that was netdev_del'ed */
-            g_autofree char *id = g_strdup(nc->name);
-
-            vpf_replace_vf(vpf, i, NULL, &error_abort);
-            vpf->backends[i] = NULL;
-            pc->release(vpf->pool, id);
-        }
-    }
-    memory_region_transaction_commit();
-}
-
-static void vpf_release_disabled(VsriovPF *vpf)
-{
-    vpf_release_disabled_from(vpf, 0);
-}
+/*
+ * Lazy pools: the backends of disabled VFs go back to the pool from the
+ * main loop, not in the guest's config write that disabled them: replacing
+ * a VF and closing its backend (for vhost-vdpa, unmapping guest memory)
+ * costs milliseconds each.  They go in slices of RELEASE_SLICE_NS, with a
+ * pause between slices for the vCPUs waiting for the BQL.  A VF that is
+ * enabled again meanwhile, or that a VF Enable or a PREPARE_VFS waits for
+ * (vpf_wanted()), keeps its backend.
+ */
+#define RELEASE_SLICE_NS (10 * SCALE_MS)
+#define RELEASE_PAUSE_NS (1 * SCALE_MS)
 
 static uint16_t vpf_wanted(VsriovPF *vpf);
+
+/* Give back the backends of disabled VFs @from.. soon. */
+static void vpf_release_later(VsriovPF *vpf, uint16_t from)
+{
+    vpf->release_from = MIN(vpf->release_from, from);
+    if (vpf->release_from < vpf->num_vfs &&
+        !timer_pending(vpf->release_timer)) {
+        timer_mod(vpf->release_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    }
+}
+
+/*
+ * Give back the backends of disabled VFs from vpf->release_from on until
+ * @end (QEMU_CLOCK_REALTIME); true if none is left to give back.
+ */
+static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    uint16_t wanted = vpf_wanted(vpf);
+    uint16_t kept = vpf->num_vfs;   /* the first one kept for a waiter */
+    uint16_t i;
+
+    memory_region_transaction_begin();
+    for (i = vpf->release_from; i < vpf->num_vfs; i++) {
+        NetClientState *nc = vpf->backends[i];
+        g_autofree char *id = NULL;
+
+        if (!nc || vpf->vfs[i]->enabled) {
+            continue;
+        }
+        if (i < wanted) {
+            kept = MIN(kept, i);
+            continue;
+        }
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= end) {
+            break;
+        }
+        /* the VF's end may free a backend that was netdev_del'ed */
+        id = g_strdup(nc->name);
+        vpf_replace_vf(vpf, i, NULL, &error_abort);
+        vpf->backends[i] = NULL;
+        pc->release(vpf->pool, id);
+    }
+    memory_region_transaction_commit();
+    trace_vsriov_release_slice(DEVICE(vpf->pf)->id, i, MIN(kept, i));
+    /* what a waiter keeps goes when it is done (vpf_claims_done()) */
+    vpf->release_from = MIN(kept, i);
+    return i == vpf->num_vfs;
+}
+
+/* Whether @vpf has backends to give back (vpf_release_pass() would). */
+static bool vpf_releasing(VsriovPF *vpf)
+{
+    for (uint16_t i = MAX(vpf->release_from, vpf_wanted(vpf));
+         i < vpf->num_vfs; i++) {
+        if (vpf->backends[i] && !vpf->vfs[i]->enabled) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Whether a PF of @pool has backends to give back to it. */
+static bool pool_releasing(VsriovPool *pool)
+{
+    VsriovPF *vpf;
+
+    QTAILQ_FOREACH(vpf, &vpfs, next) {
+        if (vpf->pool == pool && vpf_releasing(vpf)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void vpf_start_claim(VsriovPF *vpf);
+
+static void vpf_release_timer(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+    VsriovPF *other;
+
+    if (!vpf_release_pass(vpf, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                               RELEASE_SLICE_NS)) {
+        timer_mod(vpf->release_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
+        return;
+    }
+    if (pool_releasing(vpf->pool)) {
+        return;     /* another PF's timer is the last */
+    }
+    /* the pool has all back: the claims that waited for it go now */
+    QTAILQ_FOREACH(other, &vpfs, next) {
+        if (other->pool == vpf->pool && other->claim_waits) {
+            other->claim_waits = false;
+            vpf_start_claim(other);
+        }
+    }
+}
 
 /* After a reset from outside a config write (see vsriov_pf_vfs_disabled). */
 static void vpf_reset_bh(void *opaque)
 {
     VsriovPF *vpf = opaque;
 
-    /* (not what a VF Enable that came meanwhile waits for: the timer's) */
-    if (vpf->pool->lazy && !vpf->claim && !vpf_wanted(vpf)) {
-        vpf_release_disabled(vpf);
+    if (vpf->pool->lazy) {
+        vpf_release_later(vpf, 0);
     }
     vpf_sync_enabled(vpf);
 }
@@ -377,6 +461,14 @@ static void vpf_start_claim(VsriovPF *vpf)
 
     if (vpf->claim) {
         return;     /* its completion looks again */
+    }
+    if (pool_releasing(vpf->pool)) {
+        /*
+         * Backends on their way back to the pool come first (as RELEASEs
+         * before the CLAIMs): vpf_release_timer() starts this claim.
+         */
+        vpf->claim_waits = true;
+        return;
     }
     for (uint16_t i = 0; i < wanted; i++) {
         if (!vpf->backends[i]) {
@@ -422,6 +514,8 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
             vpf->prepare_vfs = 0;
             vsriov_vfcfg_prepare_done(vpf, ret);
         }
+        /* no VF Enable takes what the disabled VFs kept for it */
+        vpf_release_later(vpf, 0);
         return;
     }
     if (vpf->prepare_vfs && !vpf_missing(vpf, vpf->prepare_vfs)) {
@@ -436,6 +530,8 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
     }
     /* (a claim made for fewer VFs than are wanted now) */
     vpf_start_claim(vpf);
+    /* what was kept for the waiters and is not enabled now goes back */
+    vpf_release_later(vpf, vpf->release_from);
 }
 
 static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
@@ -495,7 +591,7 @@ static void vpf_stage_timer(void *opaque)
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
         return;
     }
-    vpf_release_disabled(vpf);
+    vpf_release_later(vpf, 0);
 }
 
 int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
@@ -508,6 +604,8 @@ int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
     if (!vpf->pool->lazy || !pc->claim_async) {
         return 0;   /* VF Enable itself has them at once */
     }
+    /* a release pending since a reset spares what is staged now */
+    vpf->release_from = MAX(vpf->release_from, num_vfs);
     if (!vpf_missing(vpf, num_vfs)) {
         timer_mod(vpf->stage_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
@@ -516,6 +614,26 @@ int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
     vpf->prepare_vfs = num_vfs;
     vpf_start_claim(vpf);
     return 1;
+}
+
+/*
+ * A pool that claims in the caller (no claim_async) gives its backends
+ * without a wait: if it has too few free for VFs 0..@num_vfs-1 while some
+ * are on their way back from disabled VFs, they come back now.
+ */
+static void vpf_flush_releases(VsriovPF *vpf, uint16_t num_vfs)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    VsriovPF *other;
+
+    if (pc->available(vpf->pool) >= vpf_missing(vpf, num_vfs)) {
+        return;
+    }
+    QTAILQ_FOREACH(other, &vpfs, next) {
+        if (other->pool == vpf->pool) {
+            vpf_release_pass(other, INT64_MAX);
+        }
+    }
 }
 
 /* Claim, in the caller, what VFs 0..@num_vfs-1 lack (pools with claim). */
@@ -560,23 +678,29 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
     id = DEVICE(vpf->pf)->id;
     /* one memory topology update for all the VFs, not one per VF */
     memory_region_transaction_begin();
-    /* VFs past this VF Enable keep nothing (a reset's BH may be pending) */
-    vpf_release_disabled_from(vpf, num_vfs);
+    /* VFs past this VF Enable keep nothing (a release may be pending) */
+    vpf->release_from = num_vfs;
+    vpf_release_later(vpf, num_vfs);
     if (!vpf_missing(vpf, num_vfs)) {
         trace_vsriov_vfs_backed(id, num_vfs);
     } else if (pc->claim_async) {
         vpf->want_vfs = num_vfs;
         vpf_start_claim(vpf);
         ret = 1;    /* vpf_claims_done() ends the wait */
-    } else if (vpf_claim_now(vpf, num_vfs, &err)) {
-        trace_vsriov_vfs_backed(id, num_vfs);
     } else {
-        error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u VF(s) "
-                      "refused: ", id, num_vfs);
-        vsriov_report_guest_err(error_copy(err));
-        error_propagate(errp, err);
-        vpf_release_disabled(vpf);
-        ret = -1;
+        vpf_flush_releases(vpf, num_vfs);
+        if (vpf_claim_now(vpf, num_vfs, &err)) {
+            trace_vsriov_vfs_backed(id, num_vfs);
+        } else {
+            error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u "
+                          "VF(s) refused: ", id, num_vfs);
+            vsriov_report_guest_err(error_copy(err));
+            error_propagate(errp, err);
+            /* what it claimed goes back with it (a cheap, static pool) */
+            vpf->release_from = 0;
+            vpf_release_pass(vpf, INT64_MAX);
+            ret = -1;
+        }
     }
     memory_region_transaction_commit();
     if (!ret) {
@@ -586,10 +710,11 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
 }
 
 /*
- * After enabled VFs were disabled.  In a config write (the guest cleared
- * VF Enable, or an FLR of the PF) the backends go back at once; a reset
- * from elsewhere (system reset, bus reset) may run while the bus walks
- * its devices, so the VFs are not replaced under it but in a bottom half.
+ * After enabled VFs were disabled.  Their backends go back from the main
+ * loop (vpf_release_timer()).  In a config write (the guest cleared VF
+ * Enable, or an FLR of the PF) vpf_config_write() takes note of the VFs
+ * that went; a reset from elsewhere (system reset, bus reset) may run
+ * while the bus walks its devices, so that is left to a bottom half.
  */
 void vsriov_pf_vfs_disabled(VsriovPF *vpf)
 {
@@ -597,9 +722,8 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
         return;
     }
     if (vpf->in_config_write) {
-        /* vpf_config_write() takes note of the VFs that went */
         if (vpf->pool->lazy) {
-            vpf_release_disabled(vpf);
+            vpf_release_later(vpf, 0);
         }
     } else {
         qemu_bh_schedule(vpf->reset_bh);
@@ -752,6 +876,10 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
     vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
     vpf->stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_stage_timer, vpf);
+    vpf->release_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_release_timer,
+                                      vpf);
+    vpf->release_from = n;
+    vpf->claim_waits = false;
     vpf->claim = NULL;
     vpf->want_vfs = vpf->prepare_vfs = 0;
     vpf->event_last_ns = 0;
@@ -777,6 +905,8 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->event_timer = NULL;
     timer_free(vpf->stage_timer);
     vpf->stage_timer = NULL;
+    timer_free(vpf->release_timer);
+    vpf->release_timer = NULL;
     if (vpf->claim) {
         vpf->claim->vpf = NULL;     /* its backends go back when they come */
         vpf->claim = NULL;

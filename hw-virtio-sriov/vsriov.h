@@ -162,6 +162,9 @@ typedef struct VsriovPF {
     uint16_t want_vfs;          /* VF Enable waiting for its backends */
     uint16_t prepare_vfs;       /* PREPARE_VFS waiting for its backends */
     QEMUTimer *stage_timer;     /* gives back backends no VF Enable took */
+    QEMUTimer *release_timer;   /* gives back disabled VFs' backends */
+    uint16_t release_from;      /* ... from this VF on (num_vfs: none) */
+    bool claim_waits;           /* a claim waits for the pool's releases */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
@@ -170,8 +173,7 @@ typedef struct VsriovPF {
     uint16_t vfcfg_cap;     /* the VF-configuration VSEC (vfcfg.c) */
     VsriovVFConfig *vfcfg;  /* per VF */
     MACAddr *vf_pool_mac;   /* per VF: its MAC before the guest set one */
-    bool *vfcfg_unsure;     /* per VF: the provider timed out, and may have
-                               applied what QEMU took as not done */
+    bool *vfcfg_unsure;     /* per VF: a timed-out provider may have done it */
     uint32_t *vfcfg_gen;    /* per VF: bumped when it starts over */
     QLIST_HEAD(, VsriovVfcfgOp) vfcfg_ops;  /* provider calls in flight */
     bool vfcfg_busy;        /* the guest's command waits for its provider */

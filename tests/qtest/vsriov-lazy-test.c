@@ -110,6 +110,20 @@ static int claimed(QTestState *qts, const char *pf)
 }
 
 /*
+ * Disabled VFs give their backends back from QEMU's main loop, not in the
+ * config write that disabled them: wait until none is claimed.
+ */
+static void wait_all_returned(QTestState *qts)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (claimed(qts, NULL) && g_get_monotonic_time() < deadline) {
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+}
+
+/*
  * The VFs of PF @pf as query-vsriov reports them: each VF's MAC into
  * @macs (if given), and checks that exactly the first @enabled have a
  * backend (b<n>, hubport) and are enabled.
@@ -198,7 +212,7 @@ static void test_enable_claims_disable_returns(void)
     for (int i = 1; i <= NUM_BACKENDS; i++) {
         g_assert_false(vf_present(&p, 1, i));
     }
-    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    wait_all_returned(qts);
     check_vfs(qts, 0, 0, after);
     for (int i = 0; i < NUM_BACKENDS; i++) {
         g_assert_cmpstr(before[i], ==, after[i]);
@@ -255,7 +269,6 @@ static void test_shared_pool(void)
 static void test_reset_returns_backends(void)
 {
     QTestState *qts = start_lazy(1, "");
-    gint64 deadline;
     VsriovPcie p;
     uint16_t cap;
 
@@ -265,12 +278,7 @@ static void test_reset_returns_backends(void)
     g_assert_cmpint(claimed(qts, "pf0"), ==, 2);
     qobject_unref(qtest_qmp(qts, "{ 'execute': 'system_reset' }"));
     qtest_qmp_eventwait(qts, "RESET");
-    /* returned from a bottom half after the reset: poll, with a deadline */
-    deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-    while (claimed(qts, NULL) && g_get_monotonic_time() < deadline) {
-        g_usleep(10 * 1000);
-    }
-    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    wait_all_returned(qts);
     check_vfs(qts, 0, 0, NULL);
 
     /* and the PF works after it */
@@ -295,7 +303,7 @@ static void test_toggle_stress(void)
         vsriov_cfg_writew(&p, 1, 0, cap + PCI_SRIOV_CTRL,
                           i & 1 ? 0 : PCI_SRIOV_CTRL_VFE);
     }
-    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    wait_all_returned(qts);
     vsriov_cfg_writew(&p, 1, 0, cap + PCI_SRIOV_CTRL, PCI_SRIOV_CTRL_VFE);
     g_assert_cmpint(claimed(qts, "pf0"), ==, NUM_BACKENDS);
     check_vfs(qts, 0, NUM_BACKENDS, NULL);
@@ -355,7 +363,7 @@ static void test_slot_interlock(void)
     g_assert_true(vfe(&p, 1, cap));
     g_assert_cmpint(claimed(qts, "pf0"), ==, 2);
     set_vfs(&p, 1, cap, 0);
-    g_assert_cmpint(claimed(qts, NULL), ==, 0);
+    wait_all_returned(qts);
     check_vfs(qts, 0, 0, NULL);
     qtest_quit(qts);
 }
