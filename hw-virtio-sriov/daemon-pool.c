@@ -4,8 +4,9 @@
  * The second provider of the vsriov-pool interface.  When the object is
  * created it connects to the daemon's API socket, claims @count VFs of the
  * daemon's pool @pool (docs/daemon-protocol.md) and receives one
- * vhost-vdpa file descriptor per VF; the first time a virtual PF asks for
- * backends, each descriptor becomes a vhost-vdpa netdev ("<id>.<n>").  The
+ * vhost-vdpa file descriptor per VF (in CLAIMs of 16 VFs at most: what
+ * QIOChannelSocket takes in one message); the first time a virtual PF asks
+ * for backends, each descriptor becomes a vhost-vdpa netdev ("<id>.<n>").  The
  * VF configuration the guest sets through its PF (vfcfg.c) goes to the
  * daemon, which checks it against the pool's policy and applies it to the
  * datapath.  The connection stays open for the life of the object: when
@@ -27,6 +28,7 @@
 
 #include "qemu/osdep.h"
 #include <poll.h>
+#include "io/channel-socket.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-net.h"
 #include "qapi/qapi-types-net.h"
@@ -52,7 +54,9 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
  * code: vpd-wire/ links its protocol.[ch], so both ends build and parse
  * messages with one implementation.
  */
-#define VPD_MAX_FDS         253     /* SCM_RIGHTS' limit */
+#define VPD_MAX_COUNT       253     /* VFs per pool */
+/* descriptors per message: what QIOChannelSocket takes in one read */
+#define VPD_MSG_FDS         16
 #define VPD_TIMEOUT_S       5
 #define VPD_MAX_PENDING     1024    /* requests in flight per pool */
 /* timed-out CLAIMs whose VFs come back: all that can be in flight */
@@ -97,7 +101,7 @@ struct VsriovDaemonPool {
 
     /* runtime */
     char *id;               /* the object's id (also once unparented) */
-    int fd;                 /* connection to the daemon, or -1 */
+    QIOChannelSocket *sioc; /* connection to the daemon, or NULL */
     uint32_t seq;
     QTAILQ_HEAD(, DaemonReq) pending;   /* sent, in order, not answered */
     unsigned n_pending;
@@ -108,8 +112,8 @@ struct VsriovDaemonPool {
     uint8_t in_hdr[VPD_HEADER_SIZE];    /* the message being read */
     GByteArray *in_payload;
     uint32_t in_got;
-    int in_fds[VPD_MAX_FDS];
-    int in_nfds;            /* VPD_MAX_FDS + 1: too many came */
+    int in_fds[VPD_MSG_FDS];
+    int in_nfds;            /* VPD_MSG_FDS + 1: too many came */
     GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
     unsigned claiming;      /* VFs of claim_async calls not done yet */
     GArray *to_release;     /* LateRelease: RELEASEs to send again */
@@ -177,9 +181,10 @@ static uint32_t parse_handles(const struct vpd_msg *msg, uint32_t *handles,
 /*
  * ---- the connection -----------------------------------------------------
  *
- * One connection per pool, on QEMU's main loop: requests are written
- * without blocking, answers are read by a fd handler as they come, in
- * pieces if they trickle, and matched to their request by sequence number.
+ * One connection per pool (a QIOChannelSocket), on QEMU's main loop:
+ * requests are written without blocking, answers are read by a fd handler
+ * as they come, in pieces if they trickle, with at most VPD_MSG_FDS
+ * descriptors each, and matched to their request by sequence number.
  * Each request has a deadline (VPD_TIMEOUT_S); a timer fails the ones that
  * pass it.  A request's completion runs from a bottom half, never inside
  * the call that sent it nor inside another request's wait, and in the
@@ -256,17 +261,26 @@ static void req_finish(DaemonReq *req, int err, Error *error)
     }
 }
 
+static void conn_set_handlers(VsriovDaemonPool *dp, IOHandler *io_read,
+                              IOHandler *io_write)
+{
+    AioContext *ctx = iohandler_get_aio_context();
+
+    qio_channel_set_aio_fd_handler(QIO_CHANNEL(dp->sioc), ctx, io_read,
+                                   ctx, io_write, dp);
+}
+
 static void conn_update_handlers(VsriovDaemonPool *dp)
 {
-    if (dp->fd >= 0) {
-        qemu_set_fd_handler(dp->fd, conn_readable,
-                            dp->out->len ? conn_writable : NULL, dp);
+    if (dp->sioc) {
+        conn_set_handlers(dp, conn_readable,
+                          dp->out->len ? conn_writable : NULL);
     }
 }
 
 static void conn_reset_reader(VsriovDaemonPool *dp)
 {
-    for (int i = 0; i < MIN(dp->in_nfds, VPD_MAX_FDS); i++) {
+    for (int i = 0; i < MIN(dp->in_nfds, VPD_MSG_FDS); i++) {
         close(dp->in_fds[i]);
     }
     dp->in_nfds = 0;
@@ -282,13 +296,13 @@ static void conn_close(VsriovDaemonPool *dp, const char *why)
 {
     DaemonReq *req;
 
-    if (dp->fd < 0) {
+    if (!dp->sioc) {
         return;
     }
     trace_vsriov_daemon_pool_disconnect(dp_id(dp), dp->socket, why);
-    qemu_set_fd_handler(dp->fd, NULL, NULL, NULL);
-    close(dp->fd);
-    dp->fd = -1;
+    conn_set_handlers(dp, NULL, NULL);
+    object_unref(OBJECT(dp->sioc));     /* closes it */
+    dp->sioc = NULL;
     conn_reset_reader(dp);
     g_byte_array_set_size(dp->out, 0);
     /* no late answer comes on a new connection */
@@ -307,18 +321,22 @@ static void conn_close(VsriovDaemonPool *dp, const char *why)
 
 static void conn_flush(VsriovDaemonPool *dp)
 {
-    while (dp->fd >= 0 && dp->out->len) {
-        ssize_t r = send(dp->fd, dp->out->data, dp->out->len,
-                         MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (dp->sioc && dp->out->len) {
+        Error *err = NULL;
+        ssize_t r = qio_channel_write(QIO_CHANNEL(dp->sioc),
+                                      (const char *)dp->out->data,
+                                      dp->out->len, &err);
 
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (r == QIO_CHANNEL_ERR_BLOCK) {
             break;
         }
         if (r <= 0) {
-            conn_close(dp, "cannot send (the daemon closed the connection)");
+            g_autofree char *why =
+                g_strdup_printf("cannot send: %s",
+                                err ? error_get_pretty(err) : "no progress");
+
+            error_free(err);
+            conn_close(dp, why);
             return;
         }
         g_byte_array_remove_range(dp->out, 0, r);
@@ -355,7 +373,7 @@ static void send_release(VsriovDaemonPool *dp, uint32_t handle);
  */
 static void conn_late_answer(VsriovDaemonPool *dp, const struct vpd_msg *msg)
 {
-    uint32_t handles[VPD_MAX_FDS];
+    uint32_t handles[VPD_MAX_COUNT];
     uint32_t n = 0;
     bool claim = false;
 
@@ -367,7 +385,7 @@ static void conn_late_answer(VsriovDaemonPool *dp, const struct vpd_msg *msg)
         }
     }
     if (claim && msg->type == VPD_MSG_REPLY) {
-        n = parse_handles(msg, handles, NULL, VPD_MAX_FDS);
+        n = parse_handles(msg, handles, NULL, VPD_MAX_COUNT);
         for (uint32_t i = 0; i < n; i++) {
             send_release(dp, handles[i]);
         }
@@ -385,14 +403,14 @@ static void conn_dispatch(VsriovDaemonPool *dp)
     g_autoptr(GBytes) whole = NULL;
     g_autoptr(GError) gerr = NULL;
     g_autoptr(vpd_msg) msg = NULL;
-    int fds[VPD_MAX_FDS];
+    int fds[VPD_MSG_FDS];
     int nfds = dp->in_nfds;
     DaemonReq *req = NULL;
     Error *err = NULL;
 
     g_byte_array_append(bytes, dp->in_hdr, VPD_HEADER_SIZE);
     g_byte_array_append(bytes, dp->in_payload->data, dp->in_payload->len);
-    memcpy(fds, dp->in_fds, sizeof(int) * MIN(nfds, VPD_MAX_FDS));
+    memcpy(fds, dp->in_fds, sizeof(int) * MIN(nfds, VPD_MSG_FDS));
     dp->in_nfds = 0;
     conn_reset_reader(dp);
     whole = g_byte_array_free_to_bytes(g_steal_pointer(&bytes));
@@ -404,9 +422,9 @@ static void conn_dispatch(VsriovDaemonPool *dp)
             }
         }
     }
-    if (!msg || !req || nfds > VPD_MAX_FDS || nfds > req->max_fds ||
+    if (!msg || !req || nfds > VPD_MSG_FDS || nfds > req->max_fds ||
         msg->type != VPD_MSG_REPLY) {
-        for (int i = 0; i < MIN(nfds, VPD_MAX_FDS); i++) {
+        for (int i = 0; i < MIN(nfds, VPD_MSG_FDS); i++) {
             close(fds[i]);
         }
     }
@@ -423,10 +441,10 @@ static void conn_dispatch(VsriovDaemonPool *dp)
     }
     QTAILQ_REMOVE(&dp->pending, req, next);
     dp->n_pending--;
-    if (nfds > VPD_MAX_FDS || nfds > req->max_fds) {
+    if (nfds > VPD_MSG_FDS || nfds > req->max_fds) {
         if (req->type == VPD_MSG_CLAIM && msg->type == VPD_MSG_REPLY) {
-            uint32_t handles[VPD_MAX_FDS];
-            uint32_t n = parse_handles(msg, handles, NULL, VPD_MAX_FDS);
+            uint32_t handles[VPD_MAX_COUNT];
+            uint32_t n = parse_handles(msg, handles, NULL, VPD_MAX_COUNT);
 
             for (uint32_t i = 0; i < n; i++) {
                 send_release(dp, handles[i]);   /* nobody takes them */
@@ -452,17 +470,11 @@ static void conn_dispatch(VsriovDaemonPool *dp)
 /* Read what the daemon sent, without waiting for more. */
 static void conn_read(VsriovDaemonPool *dp)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * VPD_MAX_FDS)];
-        struct cmsghdr align;
-    } u;
-
-    while (dp->fd >= 0) {
+    while (dp->sioc) {
+        g_autofree int *fds = NULL;
+        size_t nfds = 0;
         struct iovec iov;
-        struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-                             .msg_control = u.buf,
-                             .msg_controllen = sizeof(u.buf) };
-        struct cmsghdr *cm;
+        Error *err = NULL;
         ssize_t r;
 
         if (dp->in_got < VPD_HEADER_SIZE) {
@@ -474,31 +486,31 @@ static void conn_read(VsriovDaemonPool *dp)
             iov.iov_len = dp->in_payload->len -
                           (dp->in_got - VPD_HEADER_SIZE);
         }
-        r = recvmsg(dp->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        /* (vhost-vdpa descriptors stay as the daemon opened them) */
+        r = qio_channel_readv_full(QIO_CHANNEL(dp->sioc), &iov, 1, &fds,
+                                   &nfds,
+                                   QIO_CHANNEL_READ_FLAG_FD_PRESERVE_BLOCKING,
+                                   &err);
+        if (r == QIO_CHANNEL_ERR_BLOCK) {
             return;
         }
-        for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                int k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-                for (int i = 0; i < k; i++) {
-                    int fd;
-
-                    memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-                    if (dp->in_nfds < VPD_MAX_FDS) {
-                        dp->in_fds[dp->in_nfds++] = fd;
-                    } else {
-                        close(fd);
-                        dp->in_nfds = VPD_MAX_FDS + 1;
-                    }
-                }
+        for (size_t i = 0; i < nfds; i++) {
+            if (dp->in_nfds < VPD_MSG_FDS) {
+                dp->in_fds[dp->in_nfds++] = fds[i];
+            } else {
+                close(fds[i]);
+                dp->in_nfds = VPD_MSG_FDS + 1;
             }
         }
-        if (r <= 0) {
+        if (r < 0) {
+            g_autofree char *why =
+                g_strdup_printf("cannot read: %s", error_get_pretty(err));
+
+            error_free(err);
+            conn_close(dp, why);
+            return;
+        }
+        if (r == 0) {
             conn_close(dp, "the daemon closed the connection");
             return;
         }
@@ -588,7 +600,12 @@ static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
         close(fd);
         return false;
     }
-    dp->fd = fd;
+    dp->sioc = qio_channel_socket_new_fd(fd, errp);
+    if (!dp->sioc) {
+        close(fd);
+        return false;
+    }
+    qio_channel_set_name(QIO_CHANNEL(dp->sioc), "vsriov-daemon-pool");
     conn_update_handlers(dp);
     return true;
 }
@@ -601,12 +618,15 @@ static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
 static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
 {
     char c;
+    struct iovec iov = { .iov_base = &c, .iov_len = 1 };
 
     /* a close the main loop did not notice yet (nothing is read here) */
-    if (dp->fd >= 0 && recv(dp->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+    if (dp->sioc &&
+        qio_channel_readv_full(QIO_CHANNEL(dp->sioc), &iov, 1, NULL, NULL,
+                               QIO_CHANNEL_READ_FLAG_MSG_PEEK, NULL) == 0) {
         conn_close(dp, "the daemon closed the connection");
     }
-    if (dp->fd >= 0) {
+    if (dp->sioc) {
         return true;
     }
     return daemon_connect(dp, errp);
@@ -667,12 +687,12 @@ static void req_wait(VsriovDaemonPool *dp, DaemonReq *req)
 {
     while (!req->finished) {
         struct pollfd pfd = {
-            .fd = dp->fd,
+            .fd = dp->sioc ? dp->sioc->fd : -1,
             .events = POLLIN | (dp->out->len ? POLLOUT : 0),
         };
         int64_t left = req->deadline - qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
-        if (left > 0 && dp->fd >= 0 &&
+        if (left > 0 && dp->sioc &&
             poll(&pfd, 1, DIV_ROUND_UP(left, SCALE_MS)) != 0) {
             conn_flush(dp);
             conn_read(dp);
@@ -1202,8 +1222,6 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     const char *id = object_get_canonical_path_component(OBJECT(uc));
     struct sockaddr_un addr;
     struct vpd_builder *m;
-    g_autoptr(vpd_msg) reply = NULL;
-    int nfds = 0;
 
     dp->id = g_strdup(id);
     if (pool->entries->len) {
@@ -1216,9 +1234,9 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
                    "count", id);
         return;
     }
-    if (dp->count > VPD_MAX_FDS) {
+    if (dp->count > VPD_MAX_COUNT) {
         error_setg(errp, "vsriov-daemon-pool '%s': count is at most %d",
-                   id, VPD_MAX_FDS);
+                   id, VPD_MAX_COUNT);
         return;
     }
     if (strlen(dp->socket) >= sizeof(addr.sun_path)) {
@@ -1244,33 +1262,45 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         return;
     }
 
-    m = msg_new(VPD_MSG_CLAIM);
-    vpd_put_str(m, VPD_A_POOL, dp->pool);
-    vpd_put_str(m, VPD_A_OWNER, id);
-    vpd_put_u32(m, VPD_A_COUNT, dp->count);
     dp->vhost_fds = g_new(int, dp->count);
     for (uint32_t i = 0; i < dp->count; i++) {
         dp->vhost_fds[i] = -1;
     }
     dp->handles = g_new0(uint32_t, dp->count);
     dp->vfs = g_new0(DaemonVF, dp->count);
-    reply = transact(dp, m, dp->vhost_fds, dp->count, &nfds, errp);
-    if (!reply) {
-        for (uint32_t i = 0; i < dp->count; i++) {
-            dp->vhost_fds[i] = -1;  /* transact closed what it got */
+    /*
+     * In CLAIMs of VPD_MSG_FDS VFs at most (one descriptor each in the
+     * answer).  If one fails, closing the connection gives the daemon
+     * back what the others got.
+     */
+    for (uint32_t done = 0, k; done < dp->count; done += k) {
+        g_autoptr(vpd_msg) reply = NULL;
+        int nfds = 0;
+
+        k = MIN(dp->count - done, VPD_MSG_FDS);
+        m = msg_new(VPD_MSG_CLAIM);
+        vpd_put_str(m, VPD_A_POOL, dp->pool);
+        vpd_put_str(m, VPD_A_OWNER, id);
+        vpd_put_u32(m, VPD_A_COUNT, k);
+        reply = transact(dp, m, dp->vhost_fds + done, k, &nfds, errp);
+        if (reply && (nfds != k ||
+                      parse_handles(reply, dp->handles + done,
+                                    dp->vfs + done, k) != k)) {
+            error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer "
+                       "to CLAIM has %d descriptor(s) for %u VF(s)", id,
+                       nfds, k);
+            g_clear_pointer(&reply, vpd_msg_free);
         }
-        return;
-    }
-    if (nfds != dp->count ||
-        parse_handles(reply, dp->handles, dp->vfs, dp->count) != dp->count) {
-        for (int i = 0; i < nfds; i++) {
-            close(dp->vhost_fds[i]);
-            dp->vhost_fds[i] = -1;
+        if (!reply) {
+            for (uint32_t i = 0; i < dp->count; i++) {
+                if (dp->vhost_fds[i] >= 0) {
+                    close(dp->vhost_fds[i]);
+                }
+                dp->vhost_fds[i] = -1;
+            }
+            conn_close(dp, "the pool's creation failed");
+            return;
         }
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's answer to "
-                   "CLAIM has %d descriptor(s) for %u VF(s)", id, nfds,
-                   dp->count);
-        return;
     }
     for (uint32_t i = 0; i < dp->count; i++) {
         VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
@@ -1285,7 +1315,6 @@ static void daemon_pool_instance_init(Object *obj)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
 
-    dp->fd = -1;
     QTAILQ_INIT(&dp->pending);
     QTAILQ_INIT(&dp->finished);
     dp->out = g_byte_array_new();

@@ -77,20 +77,20 @@ class Daemon:
         return vpd.Client(self.sock)
 
 
-def make_daemon(daemon_keys="", args=()):
+def make_daemon(daemon_keys="", args=(), config=CONFIG, pools=(("a", range(3)), ("b", [3]))):
     """A started daemon in a fresh folder; daemon_keys go into [daemon],
-    args on its command line."""
+    args on its command line; pools are the (pool, VFs) of config."""
     # Not pytest's tmp_path: other users must reach the socket (their
     # refusal is the daemon's to give, not the file system's).
     d = tempfile.mkdtemp(prefix="vsriov-vpd-")
     os.chmod(d, 0o755)
     os.makedirs(os.path.join(d, "dev"))
-    for pool, vfs in (("a", range(3)), ("b", [3])):
+    for pool, vfs in pools:
         for vf in vfs:
             with open(os.path.join(d, "dev", f"{pool}-{vf}"), "w") as f:
                 f.write(f"{pool}-{vf}")
     with open(os.path.join(d, "vpd.conf"), "w") as f:
-        f.write(CONFIG.format(d=d).replace("[daemon]\n", "[daemon]\n" + daemon_keys, 1))
+        f.write(config.format(d=d).replace("[daemon]\n", "[daemon]\n" + daemon_keys, 1))
     return Daemon(d, args).start()
 
 
@@ -352,6 +352,48 @@ def test_qemu_query_of_a_daemon_pool_changes_nothing(daemon):
     assert [(q["id"], q["free"]) for q in pools] == [("p0", 2)], pools
     assert "p0.0" not in network and "vhost-vdpa" not in network, network
     assert "Fail to query features" not in p.stderr, p.stderr
+
+
+BIG_CONFIG = """
+[daemon]
+socket = {d}/api.sock
+state = {d}/state
+[pf eni0np1]
+num-vfs = 20
+vdpa-mgmtdev = vdpasim_net
+[pool big]
+pf = eni0np1
+vfs = 0-19
+"""
+
+
+def test_qemu_claims_a_large_pool_16_vfs_at_a_time():
+    """QEMU takes at most 16 descriptors with one message (QIOChannelSocket):
+    a premapped pool of 20 is claimed as 16 + 4, all of them usable; when
+    the second CLAIM is refused, the first one's VFs go back as QEMU stops
+    with the daemon's reason."""
+    dm = make_daemon(config=BIG_CONFIG, pools=(("big", range(20)),))
+    try:
+        cmds = [{"execute": "qmp_capabilities"}, {"execute": "query-vsriov-pools"},
+                {"execute": "quit"}]
+        p = subprocess.run(
+            [paths_qemu(), "-M", "q35", "-nodefaults", "-display", "none", "-qmp", "stdio",
+             "-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=20"],
+            input="".join(json.dumps(c) + "\n" for c in cmds), capture_output=True,
+            text=True, timeout=120)
+        answers = [json.loads(line) for line in p.stdout.splitlines() if '"return"' in line]
+        pools = answers[1]["return"]
+        assert [(q["id"], q["free"], len(q["entries"])) for q in pools] == [("p0", 20, 20)], \
+            (pools, p.stderr)
+        log = dm.logtext()
+        assert "16 VF(s) claimed by 'p0'" in log and "4 VF(s) claimed by 'p0'" in log, log
+        wait_free(dm, "big", 20, timeout=10)
+        p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=21")
+        assert p.returncode == 1
+        assert "the daemon refused: pool 'big' has 4 free VF(s), 5 asked" in p.stderr, p.stderr
+        wait_free(dm, "big", 20, timeout=10)
+    finally:
+        finish_daemon(dm)
 
 
 def paths_qemu():
