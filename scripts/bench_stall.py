@@ -16,9 +16,12 @@ $VSRIOV_CACHE; "after" is $VSRIOV_CACHE/qemu-build):
   `ip link set <pf> vf N vlan V` sends), each timed from its opcode write
   to the write's return (the stall) and to its final status (the
   command's latency); then STUCK commands with the daemon SIGSTOPped;
-- lazy pool of 64 VFs: ROUNDS VF Enables of 64 and their disables (the
-  claims and releases happen inside these writes); then one VF Enable of
-  4 with the daemon SIGSTOPped.
+- lazy pool of 64 VFs: ROUNDS VF Enables of 64 and their disables (before:
+  the claims and releases happen inside these writes), each disable also
+  timed until the daemon has all 64 back, with qtest reads meanwhile whose
+  worst round trip is the longest the main loop held the BQL (so too while
+  the enabled VFs come, and in the 3 s after they came); then one VF
+  Enable of 4 with the daemon SIGSTOPped.
 
 Results in $VSRIOV_CACHE/bench/stall.{json,md}."""
 import json
@@ -46,6 +49,7 @@ from harness import vpd
 
 qemu, mode, n, rounds, commands, stuck = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
                                           int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+SETTLE_S = 3
 daemon_pid = int(open("/tmp/vpdb.pid").read())
 # what the last QEMU held (and late answers to a stopped daemon) are free again
 deadline = time.monotonic() + 120
@@ -90,14 +94,45 @@ if mode == "premapped":
         os.kill(daemon_pid, signal.SIGCONT)
     res.update(stuck_write_ms=sw, stuck_done_ms=sd, stuck_status=ss)
 else:
-    enable, ready, disable = [], [], []
+    enable, ready, disable, returned, loop_held, settle_held, arrive_held = ([] for _ in range(7))
+    free = lambda: sum(1 for v in vpd.Client("/run/vpdb/api.sock").status() if v["COUNT"] == 0)
+
+    def probe(seconds):
+        # the worst qtest read round trip for @seconds: how long QEMU's
+        # main loop (and the BQL) was held at most meanwhile
+        worst, end = 0.0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = time.perf_counter()
+            q.read(1, 0, 0, 4)
+            worst = max(worst, time.perf_counter() - t)
+        return worst
     for _ in range(rounds):
         took, ok = q.set_vfs(n, cap)
         assert ok, "VF Enable did not take"
         enable.append(ms(q.write_s))
         ready.append(ms(took))
+        arrive_held.append(ms(q.wait_worst_s))
+        # what follows the VFs' arrival (their configuration reset at the
+        # daemon, the replaced VFs' RCU reclamation) before the disable
+        settle_held.append(ms(probe(SETTLE_S)))
+        t0 = time.perf_counter()
         disable.append(ms(q.disable_timed(cap)))
-    res.update(enable_ms=enable, enable_ready_ms=ready, disable_ms=disable)
+        # until the daemon has them all back; meanwhile, a qtest read's
+        # round trip is how long QEMU's main loop (and the BQL) was held
+        worst, k, deadline = 0.0, 0, time.monotonic() + 120
+        while True:
+            t = time.perf_counter()
+            q.read(1, 0, 0, 4)
+            worst = max(worst, time.perf_counter() - t)
+            k += 1
+            if k % 20 == 0 and free() >= n:
+                break
+            assert time.monotonic() < deadline, "the VFs did not come back"
+        returned.append(ms(time.perf_counter() - t0))
+        loop_held.append(ms(worst))
+    res.update(enable_ms=enable, enable_ready_ms=ready, disable_ms=disable,
+               disable_done_ms=returned, disable_loop_held_ms=loop_held,
+               enable_settle_held_ms=settle_held, enable_arrive_held_ms=arrive_held)
     os.kill(daemon_pid, signal.SIGSTOP)
     try:
         took, ok = q.set_vfs(4, cap)
@@ -131,7 +166,16 @@ def markdown(rows):
             line(r, "SET_VLAN, daemon stopped", r["stuck_write_ms"], r["stuck_done_ms"])
         else:
             line(r, f"VF Enable of {r['n']}", r["enable_ms"], r["enable_ready_ms"])
-            line(r, f"VF disable of {r['n']}", r["disable_ms"])
+            if r.get("enable_arrive_held_ms"):
+                line(r, f"VF Enable of {r['n']}: main loop held while the VFs came, worst",
+                     r["enable_arrive_held_ms"])
+            if r.get("enable_settle_held_ms"):
+                line(r, f"VF Enable of {r['n']}: main loop held, worst in the 3 s after",
+                     r["enable_settle_held_ms"])
+            line(r, f"VF disable of {r['n']}", r["disable_ms"], r.get("disable_done_ms"))
+            if r.get("disable_loop_held_ms"):
+                line(r, f"VF disable of {r['n']}: main loop held, worst per disable",
+                     r["disable_loop_held_ms"])
             line(r, "VF Enable of 4, daemon stopped", r["stuck_enable_ms"],
                  r["stuck_enable_ready_ms"])
     # ratios, after / before, of the worst stall

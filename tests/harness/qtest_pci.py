@@ -104,18 +104,23 @@ class QtestPci:
         SR-IOV spec lets a device take time, until the VFs respond or VF
         Enable clears again (refused).  Returns the seconds until then and
         whether VF Enable took; self.write_s is how long the VF Enable
-        write itself took (its qtest round trip: what it held the vCPU)."""
+        write itself took (its qtest round trip: what it held the vCPU),
+        self.wait_worst_s the longest round trip of a read while waiting
+        (the longest QEMU's main loop, and the BQL, was held meanwhile)."""
         cap = cap or self.sriov_cap()
         self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
-        self.write_s = 0.0
+        self.write_s = self.wait_worst_s = 0.0
         if not n:
             return 0.0, False
         self.write(1, 0, cap + SRIOV_NUM_VF, 2, n)
         t0 = time.perf_counter()
         self.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
         self.write_s = time.perf_counter() - t0
+        self.wait_worst_s = 0.0
         while True:
+            t1 = time.perf_counter()
             enabled = bool(self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE)
+            self.wait_worst_s = max(self.wait_worst_s, time.perf_counter() - t1)
             if not enabled or self.vf_present(n - 1):
                 return time.perf_counter() - t0, enabled
             if time.perf_counter() - t0 > timeout:

@@ -312,6 +312,20 @@ def qemu(*args):
                            *args], capture_output=True, text=True, timeout=120)
 
 
+def qemu_qmp(cmds, *args):
+    """QEMU with args, QMP on stdio: cmds run after qmp_capabilities, then
+    quit; the process and each command's "return"."""
+    cmds = [{"execute": "qmp_capabilities"}, *cmds, {"execute": "quit"}]
+    p = subprocess.run(
+        [paths_qemu(), "-M", "q35", "-nodefaults", "-display", "none", "-qmp", "stdio", *args],
+        input="".join(json.dumps(c) + "\n" for c in cmds), capture_output=True,
+        text=True, timeout=120)
+    answers = [json.loads(line) for line in p.stdout.splitlines() if '"return"' in line]
+    # (quit's own answer may not come before QEMU is gone)
+    assert len(answers) >= len(cmds) - 1, (p.stdout, p.stderr)
+    return p, [a["return"] for a in answers[1:len(cmds) - 1]]
+
+
 def test_qemu_daemon_pool_errors_and_release(daemon):
     """QEMU's vsriov-daemon-pool: an unknown pool or a daemon that is not
     there stops QEMU with a sentence that says so; the VFs QEMU claimed go
@@ -338,17 +352,11 @@ def test_qemu_query_of_a_daemon_pool_changes_nothing(daemon):
     """query-vsriov-pools reports a premapped daemon pool's VFs free
     without making their netdevs (it used to make them, as a side effect;
     here that fails loudly: the fake fds are no vhost-vdpa devices)."""
-    cmds = [{"execute": "qmp_capabilities"}, {"execute": "query-vsriov-pools"},
-            {"execute": "human-monitor-command",
-             "arguments": {"command-line": "info network"}},
-            {"execute": "quit"}]
-    p = subprocess.run(
-        [paths_qemu(), "-M", "q35", "-nodefaults", "-display", "none", "-qmp", "stdio",
-         "-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=a,count=2"],
-        input="".join(json.dumps(c) + "\n" for c in cmds), capture_output=True,
-        text=True, timeout=120)
-    answers = [json.loads(line) for line in p.stdout.splitlines() if '"return"' in line]
-    pools, network = answers[1]["return"], answers[2]["return"]
+    p, answers = qemu_qmp([{"execute": "query-vsriov-pools"},
+                           {"execute": "human-monitor-command",
+                            "arguments": {"command-line": "info network"}}],
+                          "-object", f"vsriov-daemon-pool,id=p0,socket={daemon.sock},pool=a,count=2")
+    pools, network = answers
     assert [(q["id"], q["free"]) for q in pools] == [("p0", 2)], pools
     assert "p0.0" not in network and "vhost-vdpa" not in network, network
     assert "Fail to query features" not in p.stderr, p.stderr
@@ -374,15 +382,9 @@ def test_qemu_claims_a_large_pool_16_vfs_at_a_time():
     with the daemon's reason."""
     dm = make_daemon(config=BIG_CONFIG, pools=(("big", range(20)),))
     try:
-        cmds = [{"execute": "qmp_capabilities"}, {"execute": "query-vsriov-pools"},
-                {"execute": "quit"}]
-        p = subprocess.run(
-            [paths_qemu(), "-M", "q35", "-nodefaults", "-display", "none", "-qmp", "stdio",
-             "-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=20"],
-            input="".join(json.dumps(c) + "\n" for c in cmds), capture_output=True,
-            text=True, timeout=120)
-        answers = [json.loads(line) for line in p.stdout.splitlines() if '"return"' in line]
-        pools = answers[1]["return"]
+        p, (pools,) = qemu_qmp(
+            [{"execute": "query-vsriov-pools"}],
+            "-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=20")
         assert [(q["id"], q["free"], len(q["entries"])) for q in pools] == [("p0", 20, 20)], \
             (pools, p.stderr)
         log = dm.logtext()
