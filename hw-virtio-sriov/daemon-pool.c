@@ -606,6 +606,9 @@ static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
         return false;
     }
     qio_channel_set_name(QIO_CHANNEL(dp->sioc), "vsriov-daemon-pool");
+    /* (only connect_sync and accept set it; ensure_connected() peeks) */
+    qio_channel_set_feature(QIO_CHANNEL(dp->sioc),
+                            QIO_CHANNEL_FEATURE_READ_MSG_PEEK);
     conn_update_handlers(dp);
     return true;
 }

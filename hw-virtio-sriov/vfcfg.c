@@ -319,10 +319,14 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
     config_defaults(vpf, i, &def);
     /* what is in flight for the VF's last life no longer applies */
     vpf->vfcfg_gen[i]++;
-    if (vpf->pool->lazy) {
-        /* a VF that comes has a fresh backend, one that went has none */
+    if (vpf->pool->lazy && !vpf->backends[i]) {
+        /* it has no backend (the next one comes fresh from the pool) */
         vpf->vfcfg_unsure[i] = false;
     } else {
+        /*
+         * (a lazy pool's VF that went keeps its backend until the main
+         * loop gives it back, and may be enabled again with it)
+         */
         /* what is in flight may land after the record says "default" */
         vpf->vfcfg_unsure[i] |= vf_has_ops(vpf, i);
         if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {

@@ -388,10 +388,25 @@ static bool pool_releasing(VsriovPool *pool)
 
 static void vpf_start_claim(VsriovPF *vpf);
 
+/* Once @pool has back all that was on its way: the claims that waited go. */
+static void pool_start_waiting_claims(VsriovPool *pool)
+{
+    VsriovPF *vpf;
+
+    if (pool_releasing(pool)) {
+        return;     /* another PF's timer is the last */
+    }
+    QTAILQ_FOREACH(vpf, &vpfs, next) {
+        if (vpf->pool == pool && vpf->claim_waits) {
+            vpf->claim_waits = false;
+            vpf_start_claim(vpf);
+        }
+    }
+}
+
 static void vpf_release_timer(void *opaque)
 {
     VsriovPF *vpf = opaque;
-    VsriovPF *other;
 
     if (!vpf_release_pass(vpf, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                                RELEASE_SLICE_NS)) {
@@ -399,16 +414,7 @@ static void vpf_release_timer(void *opaque)
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
         return;
     }
-    if (pool_releasing(vpf->pool)) {
-        return;     /* another PF's timer is the last */
-    }
-    /* the pool has all back: the claims that waited for it go now */
-    QTAILQ_FOREACH(other, &vpfs, next) {
-        if (other->pool == vpf->pool && other->claim_waits) {
-            other->claim_waits = false;
-            vpf_start_claim(other);
-        }
-    }
+    pool_start_waiting_claims(vpf->pool);
 }
 
 /* After a reset from outside a config write (see vsriov_pf_vfs_disabled). */
@@ -922,4 +928,6 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf_destroy_vfs(vpf);
     vpf->sriov_cap = 0;
     vpf->pf = NULL;
+    /* (its releases, which other PFs' claims may wait for, are done) */
+    pool_start_waiting_claims(vpf->pool);
 }
