@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from harness import paths  # noqa: E402
 from harness.vm import L1Host  # noqa: E402
-from bench_vf_enable_host import provision  # noqa: E402
+from bench_vf_enable_host import l1_daemon, provision  # noqa: E402
 
 ROUNDS = int(os.environ.get("VSRIOV_BENCH_ROUNDS", "3"))
 COMMANDS = int(os.environ.get("VSRIOV_BENCH_COMMANDS", "1000"))
@@ -201,8 +201,7 @@ def markdown(rows):
 def main():
     out = paths.ARTIFACTS
     os.makedirs(out, exist_ok=True)
-    daemon = "/vsriov" + os.path.join(os.environ["VSRIOV_BUILD_OURS"],
-                                      "vdpa-pool-daemon", "vdpa-pool-daemon")[len(paths.CACHE):]
+    daemon = l1_daemon()
     qemus = []
     before = os.environ.get("VSRIOV_BENCH_BEFORE")
     if before:

@@ -114,6 +114,12 @@ def run_matrix(l1, devs, modes, ns, rams, tag):
     return rows
 
 
+def l1_daemon():
+    """The daemon of our build as Level 1 sees it (the cache is /vsriov)."""
+    return "/vsriov" + os.path.join(os.environ["VSRIOV_BUILD_OURS"],
+                                    "vdpa-pool-daemon", "vdpa-pool-daemon")[len(paths.CACHE):]
+
+
 def provision(l1, daemon, num_vfs=NUM_VFS, pool_extra=""):
     """vdpa-pool-daemon on a netdevsim PF of @num_vfs vdpa_sim_net VFs, its
     socket /run/vpdb/api.sock, its pid in /tmp/vpdb.pid, @pool_extra lines
@@ -163,8 +169,7 @@ def markdown(rows):
 def main():
     out = paths.ARTIFACTS
     os.makedirs(out, exist_ok=True)
-    daemon = "/vsriov" + os.path.join(os.environ["VSRIOV_BUILD_OURS"],
-                                      "vdpa-pool-daemon", "vdpa-pool-daemon")[len(paths.CACHE):]
+    daemon = l1_daemon()
     pa = os.environ.get("VSRIOV_BENCH_PA") == "1"
     l1 = L1Host("bench-vfe", os.path.join(out, "vf-enable-host"),
                 memory="12G" if pa else "6G")
