@@ -22,7 +22,9 @@
  * (PREPARE_VFS, vfcfg.c) has them before it sets VF Enable; backends that
  * came and that no VF Enable took go back after 10 s.  When the VFs are
  * disabled again (VF Enable cleared, PF reset) they are replaced by
- * backend-less VFs and their backends go back to the pool.  Enabling then
+ * backend-less VFs and their backends go back to the pool.  Both the
+ * binding of backends that came and their return run in the main loop, in
+ * slices, not in the guest's config write.  Enabling then
  * pays for opening the backends (for vhost-vdpa, mapping guest memory), in
  * exchange for pools shared by PFs that hold backends only while they use
  * them.
@@ -439,10 +441,18 @@ static unsigned vpf_missing(VsriovPF *vpf, uint16_t num_vfs)
     return n;
 }
 
-/* Backends claimed without waiting (claim_async), until they come. */
+/*
+ * Backends claimed without waiting (claim_async), until they came and
+ * were bound to VFs: like the release, the binding runs in slices of the
+ * main loop (vpf_bind_timer()), since each VF replaced costs milliseconds.
+ */
 struct VsriovClaim {
     VsriovPF *vpf;          /* NULL once the PF went */
     VsriovPool *pool;       /* referenced: what comes late goes back */
+    char **names;           /* the backends that came (NULL: not yet) */
+    unsigned n, k;          /* how many; bound or given back so far */
+    int ret;                /* and how the binding goes */
+    Error *err;
 };
 
 #define STAGE_HOLD_NS (10 * NANOSECONDS_PER_SECOND)
@@ -540,51 +550,103 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
     vpf_release_later(vpf, vpf->release_from);
 }
 
+/* The backends of @c no VF took go back, and @c goes. */
+static void claim_free(VsriovClaim *c)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(c->pool);
+
+    for (; c->k < c->n; c->k++) {
+        pc->release(c->pool, c->names[c->k]);
+    }
+    g_strfreev(c->names);
+    error_free(c->err);
+    object_unref(OBJECT(c->pool));
+    g_free(c);
+}
+
+/*
+ * Bind the backends of the claim that came to the disabled VFs that lack
+ * one, first ones first, for RELEASE_SLICE_NS at most; when all are (or
+ * one failed), what waits for them learns it.
+ */
+static void vpf_bind_timer(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+    VsriovClaim *c = vpf->claim;
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(c->pool);
+    int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_SLICE_NS;
+    Error *err;
+    uint16_t i;
+    int ret;
+
+    memory_region_transaction_begin();
+    for (i = 0; i < vpf->num_vfs && c->k < c->n && !c->ret; i++) {
+        const char *name = c->names[c->k];
+        NetClientState *nc;
+
+        if (vpf->backends[i] || vpf->vfs[i]->enabled) {
+            continue;
+        }
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= end) {
+            break;
+        }
+        /* (a netdev may be deleted by hand meanwhile) */
+        nc = qemu_find_netdev(name);
+        c->k++;
+        if (!nc) {
+            error_setg(&c->err, "backend '%s' went away", name);
+            c->ret = -EIO;
+            pc->release(c->pool, name);
+            break;
+        }
+        vpf->backends[i] = nc;
+        if (!vpf_replace_vf(vpf, i, nc, &c->err)) {
+            vpf->backends[i] = NULL;
+            pc->release(c->pool, name);
+            c->ret = -EIO;
+        }
+    }
+    memory_region_transaction_commit();
+    if (i < vpf->num_vfs && c->k < c->n && !c->ret) {
+        timer_mod(vpf->bind_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
+        return;
+    }
+    ret = c->ret;
+    err = g_steal_pointer(&c->err);
+    if (!ret) {
+        timer_mod(vpf->stage_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
+    }
+    vpf->claim = NULL;
+    claim_free(c);      /* what no VF took goes back, before a next claim */
+    vpf_claims_done(vpf, ret, err);
+}
+
 static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
                         int ret, Error *err)
 {
     VsriovClaim *c = opaque;
     VsriovPF *vpf = c->vpf;
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(c->pool);
-    unsigned k = 0;
 
-    if (vpf) {
-        vpf->claim = NULL;
-        trace_vsriov_claim_done(DEVICE(vpf->pf)->id, n, ret);
+    c->names = g_new0(char *, n + 1);
+    for (unsigned k = 0; k < n; k++) {
+        c->names[k] = g_strdup(ncs[k]->name);
     }
-    if (vpf && !ret) {
-        /* they go to the disabled VFs that lack one, first ones first */
-        memory_region_transaction_begin();
-        for (uint16_t i = 0; i < vpf->num_vfs && k < n && !ret; i++) {
-            if (vpf->backends[i] || vpf->vfs[i]->enabled) {
-                continue;
-            }
-            vpf->backends[i] = ncs[k++];
-            if (!vpf_replace_vf(vpf, i, vpf->backends[i], &err)) {
-                g_autofree char *name = g_strdup(vpf->backends[i]->name);
-
-                vpf->backends[i] = NULL;
-                pc->release(c->pool, name);
-                ret = -EIO;
-            }
-        }
-        memory_region_transaction_commit();
-        timer_mod(vpf->stage_timer,
-                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
-    }
-    /* what no VF took (the PF went, or a VF failed) goes back */
-    for (; k < n; k++) {
-        g_autofree char *name = g_strdup(ncs[k]->name);
-
-        pc->release(c->pool, name);
-    }
-    if (vpf) {
-        vpf_claims_done(vpf, ret, err);
-    } else {
+    c->n = n;
+    if (!vpf) {
+        claim_free(c);  /* the PF went: all go back */
         error_free(err);
+        return;
     }
-    object_unref(OBJECT(c->pool));
-    g_free(c);
+    trace_vsriov_claim_done(DEVICE(vpf->pf)->id, n, ret);
+    if (ret) {
+        vpf->claim = NULL;
+        claim_free(c);
+        vpf_claims_done(vpf, ret, err);
+        return;
+    }
+    vpf_bind_timer(vpf);
 }
 
 /* Backends claimed ahead that no VF Enable took in time go back. */
@@ -884,6 +946,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vpf->stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_stage_timer, vpf);
     vpf->release_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_release_timer,
                                       vpf);
+    vpf->bind_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_bind_timer, vpf);
     vpf->release_from = n;
     vpf->claim_waits = false;
     vpf->claim = NULL;
@@ -913,10 +976,14 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->stage_timer = NULL;
     timer_free(vpf->release_timer);
     vpf->release_timer = NULL;
-    if (vpf->claim) {
+    timer_free(vpf->bind_timer);
+    vpf->bind_timer = NULL;
+    if (vpf->claim && vpf->claim->names) {
+        claim_free(vpf->claim);     /* they came: what no VF took goes back */
+    } else if (vpf->claim) {
         vpf->claim->vpf = NULL;     /* its backends go back when they come */
-        vpf->claim = NULL;
     }
+    vpf->claim = NULL;
     vpf->want_vfs = vpf->prepare_vfs = 0;
     migrate_del_blocker(&vpf->migration_blocker);
     pf->config_write = vpf->parent_config_write;

@@ -158,11 +158,12 @@ typedef struct VsriovPF {
     pcibus_t vf_bar_size[PCI_NUM_REGIONS];
     bool in_config_write;
     QEMUBH *reset_bh;           /* after a reset: backends, enabled_vfs */
-    VsriovClaim *claim;         /* backends being claimed (claim_async) */
+    VsriovClaim *claim;         /* backends claimed, or bound (bind_timer) */
     uint16_t want_vfs;          /* VF Enable waiting for its backends */
     uint16_t prepare_vfs;       /* PREPARE_VFS waiting for its backends */
     QEMUTimer *stage_timer;     /* gives back backends no VF Enable took */
     QEMUTimer *release_timer;   /* gives back disabled VFs' backends */
+    QEMUTimer *bind_timer;      /* binds the claimed backends to VFs */
     uint16_t release_from;      /* ... from this VF on (num_vfs: none) */
     bool claim_waits;           /* a claim waits for the pool's releases */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
