@@ -879,8 +879,12 @@ static NetClientState *attach_vf(VsriovDaemonPool *dp, guint i,
 /*
  * A lazy pool's claim_async: one CLAIM of one VF per owner (so that the
  * daemon knows each VF's owner), all sent at once; the netdevs are made
- * when every answer came, or everything goes back.
+ * when every answer came, a few per main-loop iteration (each costs
+ * milliseconds: its vhost-vdpa device is set up), or everything goes back.
  */
+#define VPD_ATTACH_SLICE_NS (10 * SCALE_MS)
+#define VPD_ATTACH_PAUSE_NS (1 * SCALE_MS)
+
 typedef struct ClaimBatch ClaimBatch;
 
 typedef struct ClaimPart {
@@ -890,12 +894,15 @@ typedef struct ClaimPart {
     uint32_t handle;
     DaemonVF vf;
     int fd;
+    int slot;               /* the pool entry its netdev is, or -1 */
 } ClaimPart;
 
 struct ClaimBatch {
     VsriovDaemonPool *dp;
     unsigned n, answered;
     ClaimPart *parts;
+    unsigned attached;      /* parts whose netdev was made (or failed) */
+    QEMUTimer *attach_timer;
     int ret;                /* the first failure, and its error */
     Error *err;
     VsriovPoolClaimDone *done;
@@ -917,22 +924,21 @@ static void claim_batch_finish(ClaimBatch *b)
     VsriovDaemonPool *dp = b->dp;
     VsriovPool *pool = VSRIOV_POOL(dp);
     g_autofree NetClientState **ncs = g_new0(NetClientState *, b->n);
-    unsigned k;
 
-    dp->claiming -= b->n;
-    for (k = 0; k < b->n && !b->ret; k++) {
-        ClaimPart *part = &b->parts[k];
-        Error *err = NULL;
-        guint i;
+    dp->claiming -= b->n - b->attached;
+    if (b->attach_timer) {
+        timer_free(b->attach_timer);
+    }
+    /* (looked up again: a netdev may be deleted by hand between slices) */
+    for (unsigned j = 0; j < b->n && !b->ret; j++) {
+        g_autofree char *name = entry_netdev(dp, b->parts[j].slot);
 
-        for (i = 0; i < pool->entries->len && entry(pool, i)->owner; i++) {
-            /* first free slot (claiming reserved enough) */
-        }
-        assert(i < pool->entries->len);
-        part->got = false;      /* attach_vf takes the descriptor */
-        ncs[k] = attach_vf(dp, i, part->handle, &part->vf, part->fd,
-                           part->owner, &err);
-        if (!ncs[k]) {
+        ncs[j] = qemu_find_netdev(name);
+        if (!ncs[j]) {
+            Error *err = NULL;
+
+            error_setg(&err, "vsriov-daemon-pool '%s': netdev '%s' went "
+                       "away", dp_id(dp), name);
             claim_batch_fail(b, -EIO, err);
         }
     }
@@ -942,8 +948,8 @@ static void claim_batch_finish(ClaimBatch *b)
             if (b->parts[j].got) {
                 close(b->parts[j].fd);
                 send_release(dp, b->parts[j].handle);
-            } else if (ncs[j]) {
-                g_autofree char *name = g_strdup(ncs[j]->name);
+            } else if (b->parts[j].slot >= 0) {
+                g_autofree char *name = entry_netdev(dp, b->parts[j].slot);
 
                 VSRIOV_POOL_GET_CLASS(pool)->release(pool, name);
             }
@@ -957,6 +963,46 @@ static void claim_batch_finish(ClaimBatch *b)
     }
     g_free(b->parts);
     g_free(b);
+}
+
+/* Make the netdevs of @b's VFs, for VPD_ATTACH_SLICE_NS at most. */
+static void claim_batch_attach(void *opaque)
+{
+    ClaimBatch *b = opaque;
+    VsriovDaemonPool *dp = b->dp;
+    VsriovPool *pool = VSRIOV_POOL(dp);
+    int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  VPD_ATTACH_SLICE_NS;
+
+    while (b->attached < b->n && !b->ret) {
+        ClaimPart *part = &b->parts[b->attached];
+        Error *err = NULL;
+        guint i;
+
+        if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= end) {
+            if (!b->attach_timer) {
+                b->attach_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                               claim_batch_attach, b);
+            }
+            timer_mod(b->attach_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                                       VPD_ATTACH_PAUSE_NS);
+            return;
+        }
+        for (i = 0; i < pool->entries->len && entry(pool, i)->owner; i++) {
+            /* first free slot (claiming reserved enough) */
+        }
+        assert(i < pool->entries->len);
+        part->got = false;      /* attach_vf takes the descriptor */
+        if (attach_vf(dp, i, part->handle, &part->vf, part->fd, part->owner,
+                      &err)) {
+            part->slot = i;
+        } else {
+            claim_batch_fail(b, -EIO, err);
+        }
+        b->attached++;
+        dp->claiming--;         /* it has its slot now, or none */
+    }
+    claim_batch_finish(b);
 }
 
 static void claim_part_done(DaemonReq *req)
@@ -983,7 +1029,7 @@ static void claim_part_done(DaemonReq *req)
         part->got = true;
     }
     if (++b->answered == b->n) {
-        claim_batch_finish(b);
+        claim_batch_attach(b);  /* (finishes at once if one failed) */
     }
 }
 
@@ -1010,6 +1056,7 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
     b->parts = g_new0(ClaimPart, n);
     for (unsigned k = 0; k < n; k++) {
         b->parts[k].batch = b;
+        b->parts[k].slot = -1;
         b->parts[k].owner = g_strdup(owners[k]);
     }
     for (guint i = 0; i < pool->entries->len; i++) {
