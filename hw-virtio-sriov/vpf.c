@@ -646,7 +646,8 @@ static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
         vpf_claims_done(vpf, ret, err);
         return;
     }
-    vpf_bind_timer(vpf);
+    /* (in a main-loop iteration of its own, not the provider's last one) */
+    timer_mod(vpf->bind_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
 }
 
 /* Backends claimed ahead that no VF Enable took in time go back. */
