@@ -30,7 +30,9 @@ bool vpd_ovs_fail(GError **error, int code, const char *fmt, ...)
 
 bool vpd_ovs_error_is_transient(const GError *err)
 {
+	/* (a database ovs-vsctl init has not filled yet: OVS is starting) */
 	return g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_CONNECTED) ||
+	       g_error_matches(err, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED) ||
 	       g_error_matches(err, G_IO_ERROR, G_IO_ERROR_TIMED_OUT) ||
 	       g_error_matches(err, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
 }

@@ -271,8 +271,8 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 	if (!res)
 		return false;
 	if (vpd_json_len(vpd_json_get(vpd_json_at(res, 1), "rows")) != 1)
-		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
-				    "OVSDB has no Open_vSwitch row (run ovs-vsctl init)");
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_INITIALIZED,
+				    "OVSDB has no Open_vSwitch row yet (ovs-vsctl init)");
 	rows = vpd_json_get(vpd_json_at(res, 0), "rows");
 	g_clear_object(&ops);
 	ops = ops_new();

@@ -66,16 +66,16 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
  * The errors of these functions are G_IO_ERROR, their code saying which
  * kind of failure it is:
  *
- *   NOT_CONNECTED, TIMED_OUT,   OVS is not there, not answering, or gone
- *   CONNECTION_CLOSED           (vpd_ovs_error_is_transient())
+ *   NOT_CONNECTED, TIMED_OUT,   OVS is not there, not answering, or gone,
+ *   CONNECTION_CLOSED,          or OVSDB's Open_vSwitch row is not there
+ *   NOT_INITIALIZED             yet (vpd_ovs_error_is_transient())
  *   INVALID_ARGUMENT            OVS refused a request (an OpenFlow error
  *                               reply, an OVSDB transaction's error)
  *   INVALID_DATA                OVS sent what the daemon cannot read
  *   NOT_SUPPORTED               the bridge does not speak OpenFlow 1.4; more
  *                               [pf] sections than port numbers allow
  *   NOT_FOUND                   a PF's netdev or switch ID, a VF's
- *                               representor or port, OVSDB's Open_vSwitch
- *                               row is not there
+ *                               representor or port is not there
  *   EXISTS                      OVS holds something in the way: the
  *                               representor is another bridge's port, its
  *                               port number is taken, the bridge has
