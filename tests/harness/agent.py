@@ -25,6 +25,12 @@ class AgentError(Exception):
     """The agent could not be reached, or a command failed when it had to work."""
 
 
+class AgentNoAnswer(AgentError):
+    """A command sent got no answer by its deadline: the agent, the guest
+    or the channel to it is stuck (a command that merely runs too long is
+    killed by the agent and answered with STATUS_TIMEOUT)."""
+
+
 @dataclasses.dataclass
 class Result:
     cmd: str
@@ -141,7 +147,8 @@ class AgentConnection:
             try:
                 ftype, rid, payload = self._recv_frame(deadline)
             except TimeoutError:
-                raise AgentError(f"[{self.where}] no answer to `{cmd}` within {timeout + 30:.0f} s") from None
+                raise AgentNoAnswer(f"[{self.where}] no answer to `{cmd}` "
+                                    f"within {timeout + 30:.0f} s") from None
             if ftype == RESULT and rid == fid:
                 status, out, err = decode_result(payload)
                 return Result(cmd, status, out, err, self.where)

@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from . import paths
-from .agent import AgentConnection, AgentError, Result, STATUS_TIMEOUT
+from .agent import AgentConnection, AgentError, AgentNoAnswer, Result, STATUS_TIMEOUT
 from .qmp import QMP
 
 AGENT_PORT = "org.vsriov.agent"
@@ -207,12 +207,38 @@ class Guest(GuestBase):
             self.agent = AgentConnection(
                 self._accept(self.agent_listener, "agent", deadline), self.name)
 
+    def restart(self, boot_timeout=180):
+        """Stop the guest and boot it again, keeping the logs of the boot
+        before as *.before-restart; for a guest that stopped answering."""
+        self.stop()
+        for log in (self.console_log, self.qemu_log):
+            if os.path.exists(log):
+                shutil.copy(log, log + ".before-restart")
+        self.sockdir = tempfile.mkdtemp(prefix=f"vsr-{self.name[:8]}-", dir="/tmp")
+        self.proc = self.qmp = self.agent = self.agent_listener = None
+        return self.start(boot_timeout)
+
+    def vcpu_report(self):
+        """Where each vCPU is (RIP, halted or not), from QEMU's monitor:
+        tells a guest stuck in a loop from one idle and never woken."""
+        try:
+            out = self.qmp.execute("human-monitor-command",
+                                   {"command-line": "info registers -a"}, timeout=10)
+        except Exception as e:  # the report must never hide the failure
+            return f"(no vCPU report: {e})\n"
+        keep = [ln for ln in out.splitlines() if ln.startswith(("CPU#", "RIP="))]
+        return "\n".join(keep) + "\n"
+
     # -- use ----------------------------------------------------------------
     def run(self, cmd, timeout=60):
         if self.proc.poll() is not None:
             raise AgentError(f"[{self.name}] QEMU has exited ({self.proc.returncode})\n"
                              f"--- console\n{tail(self.console_log)}")
-        return self.agent.run(cmd, timeout)
+        try:
+            return self.agent.run(cmd, timeout)
+        except AgentNoAnswer as e:
+            raise AgentNoAnswer(f"{e}\n--- vCPUs\n{self.vcpu_report()}"
+                                f"--- console\n{tail(self.console_log)}") from None
 
 
 class L1Host(Guest):
@@ -231,7 +257,10 @@ class L1Host(Guest):
         ] + list(qemu_args)
         super().__init__(name, artifacts, qemu_args=args, memory=memory, smp=smp,
                          kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
-                         append="vsriov.root=/dev/vda", **kw)
+                         # A task blocked 20 s says so on the console (with
+                         # its stack): the report a stuck command leaves.
+                         append="vsriov.root=/dev/vda "
+                                "sysctl.kernel.hung_task_timeout_secs=20", **kw)
 
     def new_netdevsim(self, dev_id, max_vfs=64):
         """Create netdevsim device @dev_id with one port (the netdevsim
