@@ -159,8 +159,8 @@ struct VsriovVfcfgOp {
     VsriovPF *vpf;          /* NULL once the PF went */
     uint16_t vf;
     uint32_t gen;           /* the VF's vfcfg_gen when it was made */
-    bool mailbox;           /* the guest's command, whose status waits */
-    uint16_t opcode;
+    VsriovVfcfgDone *done;  /* the guest's command, which waits; NULL: a */
+    void *opaque;           /* reset or a rollback, which nobody waits for */
     VsriovVFConfig c;
     QLIST_ENTRY(VsriovVfcfgOp) next;
 };
@@ -199,30 +199,43 @@ static uint16_t status_of(int ret)
     }
 }
 
-/* A SET_* command the provider applied (or that has none): the device's. */
-static uint16_t vf_set_done(VsriovPF *vpf, uint16_t i, uint16_t opcode,
-                            const VsriovVFConfig *c)
+/*
+ * A change the provider applied (or that has none): the device's part,
+ * the VF's MAC and link.  0, or -EIO if the MAC did not reach the VF's
+ * backend (the record keeps the old configuration).
+ */
+static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 {
-    if (opcode == VSRIOV_VFCFG_CMD_SET_MAC) {
-        uint16_t status = vf_apply_mac(vpf, i, c->mac);
+    VsriovVFConfig *old = &vpf->vfcfg[i];
 
-        if (status != VSRIOV_VFCFG_S_OK) {
-            return status;
+    if (old->mac_set != c->mac_set ||
+        (c->mac_set && memcmp(old->mac, c->mac, ETH_ALEN))) {
+        MACAddr mac;
+
+        if (c->mac_set) {
+            memcpy(mac.a, c->mac, ETH_ALEN);
+        } else {
+            vsriov_vf_default_mac(vpf, i, &mac);
+        }
+        if (vf_apply_mac(vpf, i, mac.a) != VSRIOV_VFCFG_S_OK) {
+            return -EIO;
         }
     }
     vpf->vfcfg[i] = *c;
-    if (opcode == VSRIOV_VFCFG_CMD_SET_LINK_STATE) {
+    if (old->link_state != c->link_state) {
         vf_apply_link(vpf, i);
     }
-    return VSRIOV_VFCFG_S_OK;
+    return 0;
 }
+
+static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
+                         VsriovVfcfgDone *done, void *opaque);
 
 static void vf_configure_done(void *opaque, int ret, Error *err)
 {
     VsriovVfcfgOp *op = opaque;
     VsriovPF *vpf = op->vpf;
     uint16_t i = op->vf;
-    uint16_t status = status_of(ret);
     bool current;
 
     if (!vpf) {
@@ -239,34 +252,42 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
          * reset its datapath may not be at the defaults: the next call
          * sends the whole configuration.
          */
-        vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT || (ret && !op->mailbox);
+        vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT || (ret && !op->done);
     }
     if (ret) {
         error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
         vsriov_report_guest_err(err);
-    } else if (current && op->mailbox) {
-        status = vf_set_done(vpf, i, op->opcode, &op->c);
+    } else if (current && op->done) {
+        ret = vf_set_done(vpf, i, &op->c);
+        if (ret) {
+            vpf->vfcfg_unsure[i] = true;
+        }
     }
-    if (op->mailbox) {
-        vpf->vfcfg_busy = false;
-        pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
-                     status);
-        trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id, op->opcode, i + 1,
-                                status);
+    if (current && op->done && vpf->vfcfg_unsure[i]) {
+        /*
+         * What the guest asked may be in the datapath (late, or before the
+         * device's part failed) while the record says it is not: put the
+         * recorded configuration back, so that a failed command leaves
+         * nothing behind.
+         */
+        vf_configure(vpf, i, &vpf->vfcfg[i], NULL, NULL);
+    }
+    if (op->done) {
+        op->done(vpf, i, current ? ret : -ESTALE, op->opaque);
     }
     g_free(op);
 }
 
 /*
  * Ask the pool's provider to apply @c to VF @i's datapath; its answer
- * comes later (vf_configure_done()).  @opcode: the guest's command,
- * whose status says "in progress" until then; 0: a reset, which nobody
- * waits for.  False if there is nothing to apply to (a provider without
- * configure, the static pool, only records it; a lazy pool's VF gets a
- * fresh backend).
+ * comes later (vf_configure_done()).  @done: told when the guest's
+ * command completes; NULL: a reset or a rollback, which nobody waits for.
+ * False if there is nothing to apply to (a provider without configure,
+ * the static pool, only records it; a lazy pool's VF gets a fresh
+ * backend).
  */
 static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
-                         uint16_t opcode)
+                         VsriovVfcfgDone *done, void *opaque)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     VsriovVfcfgOp *op;
@@ -286,16 +307,58 @@ static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
     op->vpf = vpf;
     op->vf = i;
     op->gen = vpf->vfcfg_gen[i];
-    op->mailbox = opcode != 0;
-    op->opcode = opcode;
+    op->done = done;
+    op->opaque = opaque;
     op->c = *c;
     QLIST_INSERT_HEAD(&vpf->vfcfg_ops, op, next);
-    if (op->mailbox) {
-        vpf->vfcfg_busy = true;
-    }
     pc->configure(vpf->pool, vpf->backends[i], c, changed, vf_configure_done,
                   op);
     return true;
+}
+
+static bool valid_unicast(const uint8_t *mac)
+{
+    static const uint8_t zero[ETH_ALEN];
+
+    return !(mac[0] & 1) && memcmp(mac, zero, ETH_ALEN);
+}
+
+/*
+ * Change VF @i's configuration to @c (valid: vsriov_vfcfg_check()): the
+ * provider's datapath first, then the device's part (MAC, link), all or
+ * nothing.  0 or a negative errno when done at once; 1 when the provider
+ * answers later, and @done says how it went.
+ */
+int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
+                        VsriovVfcfgDone *done, void *opaque)
+{
+    int ret;
+
+    if (vf_configure(vpf, i, c, done, opaque)) {
+        return 1;
+    }
+    ret = vf_set_done(vpf, i, c);
+    return ret;
+}
+
+/* Whether @c is a configuration a VF of @vpf can have: 0 or -EINVAL. */
+int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c)
+{
+    VirtIONet *pf_net = VIRTIO_NET(virtio_bus_get_device(
+        &VIRTIO_PCI(vpf->pf)->bus));
+    int32_t speed = pf_net->net_conf.speed;
+
+    if ((c->mac_set && !valid_unicast(c->mac)) ||
+        c->vlan > VLAN_VID_MAX || c->qos > 7 ||
+        (c->vlan_proto != ETH_P_8021Q && c->vlan_proto != ETH_P_8021AD) ||
+        c->spoofchk > 1 || c->trust > 1 ||
+        c->link_state > VSRIOV_VFCFG_LINK_DISABLE ||
+        (c->max_tx_rate && c->min_tx_rate > c->max_tx_rate) ||
+        (speed > 0 && (c->max_tx_rate > (uint32_t)speed ||
+                       c->min_tx_rate > (uint32_t)speed))) {
+        return -EINVAL;
+    }
+    return 0;
 }
 
 /* The backends PREPARE_VFS waited for came, or not (@ret). */
@@ -303,6 +366,11 @@ void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret)
 {
     uint16_t status = status_of(ret);
 
+    vsriov_admin_prepare_done(vpf, ret);
+    if (!vpf->vfcfg_prepare) {
+        return;     /* (the administration virtqueue's) */
+    }
+    vpf->vfcfg_prepare = false;
     vpf->vfcfg_busy = false;
     pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
                  status);
@@ -331,7 +399,7 @@ void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
         vpf->vfcfg_unsure[i] |= vf_has_ops(vpf, i);
         if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
             /* (its own failure makes the VF unsure: it is current) */
-            vf_configure(vpf, i, &def, 0);
+            vf_configure(vpf, i, &def, NULL, NULL);
         }
     }
     vpf->vfcfg[i] = def;
@@ -366,7 +434,7 @@ static void vf_get_config(VsriovPF *vpf, uint16_t i, uint8_t *data)
  * what the VF sent): found through the tap's fd, so taps passed by fd work
  * too.  Other backends' counters belong to a provider.
  */
-static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
+bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st)
 {
 #ifdef CONFIG_LINUX
     NetClientState *nc = vpf->backends[i];
@@ -377,48 +445,63 @@ static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
     int fd;
 
     if (!nc || nc->info->type != NET_CLIENT_DRIVER_TAP) {
-        return;
+        return false;
     }
     fd = tap_get_fd(nc);
     if (fd < 0 || ioctl(fd, TUNGETIFF, &ifr) < 0 ||
         !g_file_get_contents("/proc/self/net/dev", &text, &len, NULL)) {
-        return;
+        return false;
     }
     lines = g_strsplit(text, "\n", -1);
     for (char **l = lines; *l; l++) {
         g_autofree char *name = NULL;
         char *colon = strchr(*l, ':');
-        uint64_t v[7];
 
         if (!colon) {
             continue;
         }
         name = g_strstrip(g_strndup(*l, colon - *l));
-        if (strcmp(name, ifr.ifr_name) ||
+        /* host rx = VF tx, and the other way round */
+        if (!strcmp(name, ifr.ifr_name) &&
             sscanf(colon + 1, "%" SCNu64 " %" SCNu64 " %*u %" SCNu64
                    " %*u %*u %*u %" SCNu64 " %" SCNu64 " %" SCNu64
-                   " %*u %" SCNu64, &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6]) != 7) {
-            continue;
+                   " %*u %" SCNu64, &st->tx_bytes, &st->tx_packets,
+                   &st->tx_dropped, &st->multicast, &st->rx_bytes,
+                   &st->rx_packets, &st->rx_dropped) == 7) {
+            return true;
         }
-        /* host rx = VF tx, and the other way round */
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_BYTES, v[0]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_PACKETS, v[1]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_DROPPED, v[2]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_MULTICAST, v[3]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_BYTES, v[4]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_PACKETS, v[5]);
-        pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_DROPPED, v[6]);
-        break;
     }
 #endif
+    return false;
 }
 
-static bool valid_unicast(const uint8_t *mac)
+static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
 {
-    static const uint8_t zero[ETH_ALEN];
+    VsriovVFStats st = {};
 
-    return !(mac[0] & 1) && memcmp(mac, zero, ETH_ALEN);
+    if (!vsriov_vf_stats(vpf, i, &st)) {
+        return;
+    }
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_BYTES, st.tx_bytes);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_PACKETS, st.tx_packets);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_DROPPED, st.tx_dropped);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_MULTICAST, st.multicast);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_BYTES, st.rx_bytes);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_PACKETS, st.rx_packets);
+    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_DROPPED, st.rx_dropped);
+}
+
+/* The provider answered the mailbox's command. */
+static void mailbox_done(VsriovPF *vpf, uint16_t i, int ret, void *opaque)
+{
+    uint16_t opcode = (uintptr_t)opaque;
+    /* (a VF that started over meanwhile: the command is moot) */
+    uint16_t status = status_of(ret == -ESTALE ? 0 : ret);
+
+    vpf->vfcfg_busy = false;
+    pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
+                 status);
+    trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id, opcode, i + 1, status);
 }
 
 /* Run one command; the result goes to @data, the status is returned. */
@@ -428,17 +511,17 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
     uint16_t enabled = vsriov_pf_enabled_vfs(vpf);
     VsriovVFConfig c;
     uint16_t i;
+    int ret;
 
     if (group != VSRIOV_VFCFG_GROUP_SRIOV) {
         return VSRIOV_VFCFG_S_EINVAL;
     }
     if (opcode == VSRIOV_VFCFG_CMD_PREPARE_VFS) {
         /* the group's own command: member 0, NumVFs to come */
-        int ret = member ? -EINVAL
-                         : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
-
+        ret = member ? -EINVAL : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
         if (ret > 0) {
             vpf->vfcfg_busy = true;
+            vpf->vfcfg_prepare = true;
             return VSRIOV_VFCFG_S_EINPROGRESS;
         }
         return status_of(ret);
@@ -470,51 +553,33 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
         c.vlan = pci_get_word(data);
         c.qos = data[2];
         c.vlan_proto = pci_get_word(data + 4);
-        if (c.vlan > VLAN_VID_MAX || c.qos > 7 ||
-            (c.vlan_proto != ETH_P_8021Q && c.vlan_proto != ETH_P_8021AD)) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
         break;
     case VSRIOV_VFCFG_CMD_SET_SPOOFCHK:
-        if (data[0] > 1) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
         c.spoofchk = data[0];
         break;
     case VSRIOV_VFCFG_CMD_SET_TRUST:
-        if (data[0] > 1) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
         c.trust = data[0];
         break;
     case VSRIOV_VFCFG_CMD_SET_LINK_STATE:
-        if (data[0] > VSRIOV_VFCFG_LINK_DISABLE) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
         c.link_state = data[0];
         break;
-    case VSRIOV_VFCFG_CMD_SET_RATE: {
-        VirtIONet *pf_net = VIRTIO_NET(virtio_bus_get_device(
-            &VIRTIO_PCI(vpf->pf)->bus));
-        int32_t speed = pf_net->net_conf.speed;
-
+    case VSRIOV_VFCFG_CMD_SET_RATE:
         c.min_tx_rate = pci_get_long(data);
         c.max_tx_rate = pci_get_long(data + 4);
-        if ((c.max_tx_rate && c.min_tx_rate > c.max_tx_rate) ||
-            (speed > 0 && (c.max_tx_rate > (uint32_t)speed ||
-                           c.min_tx_rate > (uint32_t)speed))) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
         break;
-    }
     default:
         return VSRIOV_VFCFG_S_EOPNOTSUPP;
     }
-
-    if (vf_configure(vpf, i, &c, opcode)) {
+    if (vsriov_vfcfg_check(vpf, &c)) {
+        return VSRIOV_VFCFG_S_EINVAL;
+    }
+    ret = vsriov_vfcfg_change(vpf, i, &c, mailbox_done,
+                              (void *)(uintptr_t)opcode);
+    if (ret > 0) {
+        vpf->vfcfg_busy = true;
         return VSRIOV_VFCFG_S_EINPROGRESS;
     }
-    return vf_set_done(vpf, i, opcode, &c);
+    return status_of(ret);
 }
 
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len)
@@ -566,6 +631,7 @@ void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
     vpf->vfcfg_gen = g_new0(uint32_t, vpf->num_vfs);
     QLIST_INIT(&vpf->vfcfg_ops);
     vpf->vfcfg_busy = false;
+    vpf->vfcfg_prepare = false;
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         config_defaults(vpf, i, &vpf->vfcfg[i]);
         vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
@@ -580,8 +646,10 @@ void vsriov_vfcfg_exit(VsriovPF *vpf)
     while ((op = QLIST_FIRST(&vpf->vfcfg_ops))) {
         QLIST_REMOVE(op, next);
         op->vpf = NULL;
+        op->done = NULL;
     }
     vpf->vfcfg_busy = false;
+    vpf->vfcfg_prepare = false;
     g_free(vpf->vfcfg_gen);
     vpf->vfcfg_gen = NULL;
     g_free(vpf->vfcfg);

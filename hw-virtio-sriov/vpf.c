@@ -954,6 +954,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vpf->want_vfs = vpf->prepare_vfs = 0;
     vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
+    vsriov_admin_init(vpf);
     trace_vsriov_pf_realize(id, n,
         object_get_canonical_path_component(OBJECT(vpf->pool)));
     return true;
@@ -970,6 +971,7 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
         return;
     }
     trace_vsriov_pf_exit(DEVICE(pf)->id);
+    vsriov_admin_exit(vpf);
     QTAILQ_REMOVE(&vpfs, vpf, next);
     timer_free(vpf->event_timer);
     vpf->event_timer = NULL;

@@ -144,6 +144,7 @@ struct VsriovPool {
 
 typedef struct VsriovVfcfgOp VsriovVfcfgOp;     /* vfcfg.c */
 typedef struct VsriovClaim VsriovClaim;         /* vpf.c */
+typedef struct VsriovAdmin VsriovAdmin;         /* admin.c */
 
 /* State of one virtual PF, embedded in VirtIONetPCI. */
 typedef struct VsriovPF {
@@ -178,6 +179,8 @@ typedef struct VsriovPF {
     uint32_t *vfcfg_gen;    /* per VF: bumped when it starts over */
     QLIST_HEAD(, VsriovVfcfgOp) vfcfg_ops;  /* provider calls in flight */
     bool vfcfg_busy;        /* the guest's command waits for its provider */
+    bool vfcfg_prepare;     /* ... and it is PREPARE_VFS */
+    VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
     Error *migration_blocker;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
@@ -227,6 +230,31 @@ void vsriov_vfcfg_exit(VsriovPF *vpf);
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
 void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret);
+/*
+ * A VF configuration change asked by the guest completed: 0, or the
+ * provider's negative errno, -EIO (the VF's backend took no MAC) or
+ * -ESTALE (the VF started over meanwhile).
+ */
+typedef void VsriovVfcfgDone(VsriovPF *vpf, uint16_t vf, int ret,
+                             void *opaque);
+int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c);
+int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
+                        VsriovVfcfgDone *done, void *opaque);
+/*
+ * The counters of VF @i as the VF sees them, where its backend has them
+ * (a tap's); false if not.
+ */
+typedef struct VsriovVFStats {
+    uint64_t rx_packets, rx_bytes, rx_dropped;
+    uint64_t tx_packets, tx_bytes, tx_dropped;
+    uint64_t multicast;
+} VsriovVFStats;
+bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st);
+
+/* The administration virtqueue (admin.c), on a PF's virtio device. */
+void vsriov_admin_init(VsriovPF *vpf);
+void vsriov_admin_exit(VsriovPF *vpf);
+void vsriov_admin_prepare_done(VsriovPF *vpf, int ret);
 
 /* The virtio-net device of a VF (a virtio-net-pci function). */
 static inline VirtIONet *vsriov_vf_net(PCIDevice *vf)

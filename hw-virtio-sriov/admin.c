@@ -1,0 +1,498 @@
+/*
+ * vsriov administration virtqueue
+ *
+ * The virtual PF is the owner of its SR-IOV group (VIRTIO's group type
+ * 0x1) and takes group administration commands on an administration
+ * virtqueue (VIRTIO_F_ADMIN_VQ), which QEMU emulates itself whatever the
+ * PF's backend is: the queue never reaches a vhost backend.  Besides
+ * VIRTIO's LIST_QUERY/LIST_USE and its device capability commands, it
+ * takes the commands proposed in docs/virtio-spec/ for a VF's net
+ * configuration (MAC, VLAN, link state, spoof check, trust, tx rates),
+ * its counters, and the preparation of VFs before VF Enable
+ * (docs/vf-config-channel.md).
+ *
+ * Commands run in the main loop, in the order queued, one at a time: a
+ * command the pool's provider has to apply (a host daemon's) completes
+ * when the provider answers, which the provider does by its own deadline
+ * (VsriovPoolClass.configure); until then the queue waits and no vCPU
+ * does.  A command that fails has no side effects: EINVAL and EPERM are
+ * checked before anything changes, and after a provider's time-out the
+ * recorded configuration is sent again (vfcfg.c), so the answer EAGAIN
+ * means "nothing changed, try again".
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/iov.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/pcie_sriov.h"
+#include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-pci.h"
+#include "standard-headers/linux/virtio_pci.h"
+#include "standard-headers/linux/virtio_net.h"
+#include "vsriov.h"
+#include "vfcfg.h"
+#include "admin.h"
+#include "trace.h"
+
+#define AVQ_SIZE            64
+/* commands run in one main-loop iteration at most, then it goes on */
+#define AVQ_BATCH           16
+/* the longest data and result of the commands taken */
+#define AVQ_DATA_MAX        64
+#define AVQ_RESULT_MAX      ((VSRIOV_NET_MEMBER_CFG_CAP / 64 + 1) * 8)
+
+#define CMD_WORDS           1   /* 64-bit words of the command lists */
+
+struct VsriovAdmin {
+    VsriovPF *vpf;
+    VirtIODevice *vdev;
+    VirtQueue *vq;
+    QEMUBH *bh;                 /* runs the queue, in the main loop */
+    VirtQueueElement *cur;      /* the command waiting for the provider */
+    uint16_t cur_opcode;
+    uint32_t gen;               /* bumped when the queue is reset */
+    uint64_t used[CMD_WORDS];   /* the commands LIST_USE enabled */
+};
+
+static const uint64_t supported[CMD_WORDS] = {
+    1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+    1ull << VIRTIO_ADMIN_CMD_LIST_USE |
+    1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
+    1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
+    1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET |
+    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
+    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
+    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
+    1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
+};
+
+/* What a command leaves in the status part of its buffer. */
+typedef struct AdminStatus {
+    uint16_t status;
+    uint16_t qualifier;
+} AdminStatus;
+
+static const AdminStatus st_ok;
+
+static AdminStatus st(uint16_t status, uint16_t qualifier)
+{
+    return (AdminStatus) { status, qualifier };
+}
+
+/* A provider's (or our own) negative errno, as the spec's status. */
+static AdminStatus status_of(int ret)
+{
+    switch (ret) {
+    case 0:
+        return st_ok;
+    case -EINVAL:
+        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    case -EPERM:
+    case -EACCES:
+    case -EADDRINUSE:
+        return st(VSRIOV_ADMIN_STATUS_EPERM, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    case -ENOSPC:
+    case -ENOMEM:
+        return st(VSRIOV_ADMIN_STATUS_ENOMEM, VSRIOV_ADMIN_Q_NORESOURCE);
+    case -ETIMEDOUT:
+    case -EAGAIN:
+    case -ESTALE:
+    case -ECONNREFUSED:
+    case -ECONNRESET:
+    case -ENOTCONN:
+    case -EPIPE:
+        /* nothing changed (vfcfg.c put back what may have) */
+        return st(VSRIOV_ADMIN_STATUS_EAGAIN, VSRIOV_ADMIN_Q_TRYAGAIN);
+    default:
+        return st(VSRIOV_ADMIN_STATUS_EIO, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    }
+}
+
+/* Write status and result into the element's device-writable part. */
+static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
+                           AdminStatus s, const void *result, size_t len)
+{
+    struct virtio_admin_cmd_status cs = {
+        .status = cpu_to_le16(s.status),
+        .status_qualifier = cpu_to_le16(s.qualifier),
+    };
+    size_t in = iov_size(elem->in_sg, elem->in_num);
+    size_t done;
+
+    if (s.status != VIRTIO_ADMIN_STATUS_OK) {
+        len = 0;
+    }
+    done = iov_from_buf(elem->in_sg, elem->in_num, 0, &cs, sizeof(cs));
+    if (done == sizeof(cs) && len) {
+        done += iov_from_buf(elem->in_sg, elem->in_num, sizeof(cs), result,
+                             len);
+    }
+    if (in < sizeof(cs)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "vsriov: PF '%s': administration "
+                      "command with a %zu-byte device-writable part\n",
+                      DEVICE(a->vpf->pf)->id, in);
+    }
+    trace_vsriov_admin_done(DEVICE(a->vpf->pf)->id, a->cur_opcode,
+                            s.status, s.qualifier);
+    virtqueue_push(a->vq, elem, done);
+    virtio_notify(a->vdev, a->vq);
+    g_free(elem);
+}
+
+static void member_cfg_get(VsriovPF *vpf, uint16_t i,
+                           struct vsriov_admin_net_member_cfg *r)
+{
+    const VsriovVFConfig *c = &vpf->vfcfg[i];
+
+    memset(r, 0, sizeof(*r));
+    memcpy(r->mac, vsriov_vf_net(vpf->vfs[i])->mac, sizeof(r->mac));
+    r->vlan_id = cpu_to_le16(c->vlan);
+    r->vlan_proto = cpu_to_le16(c->vlan_proto);
+    r->vlan_qos = c->qos;
+    r->link_state = c->link_state;
+    r->flags = (c->spoofchk ? VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK : 0) |
+               (c->trust ? VSRIOV_ADMIN_MEMBER_F_TRUSTED : 0) |
+               (c->mac_set ? VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET : 0);
+    r->min_tx_rate = cpu_to_le32(c->min_tx_rate);
+    r->max_tx_rate = cpu_to_le32(c->max_tx_rate);
+}
+
+/* The fields a SET takes, and the highest rate (the PF's speed). */
+static void member_cfg_cap(VsriovPF *vpf, struct vsriov_net_member_cfg_cap *r)
+{
+    VirtIONet *n = VIRTIO_NET(virtio_bus_get_device(
+        &VIRTIO_PCI(vpf->pf)->bus));
+
+    memset(r, 0, sizeof(*r));
+    r->supported_fields = cpu_to_le64(VSRIOV_ADMIN_FIELD_ALL);
+    r->max_tx_rate = cpu_to_le32(n->net_conf.speed > 0 ? n->net_conf.speed
+                                                        : UINT32_MAX);
+    r->vlan_protos = cpu_to_le16(3);
+}
+
+/*
+ * The configuration a SET asks for: @c is VF @i's with the fields @set
+ * names changed.  -EINVAL for a field this device does not have.
+ */
+static int member_cfg_set(VsriovPF *vpf, uint16_t i,
+                          const struct vsriov_admin_net_member_cfg_set *set,
+                          VsriovVFConfig *c)
+{
+    static const uint8_t zero[6];
+    uint64_t fields = le64_to_cpu(set->fields);
+    const struct vsriov_admin_net_member_cfg *r = &set->cfg;
+
+    *c = vpf->vfcfg[i];
+    if (fields & ~VSRIOV_ADMIN_FIELD_ALL) {
+        return -EINVAL;
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_MAC) {
+        /* all zero: back to the VF's default MAC */
+        c->mac_set = memcmp(r->mac, zero, sizeof(zero)) != 0;
+        memcpy(c->mac, c->mac_set ? r->mac : zero, sizeof(c->mac));
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_VLAN) {
+        c->vlan = le16_to_cpu(r->vlan_id);
+        c->vlan_proto = le16_to_cpu(r->vlan_proto);
+        c->qos = r->vlan_qos;
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_LINK_STATE) {
+        c->link_state = r->link_state;
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_SPOOF_CHECK) {
+        c->spoofchk = !!(r->flags & VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK);
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_TRUSTED) {
+        c->trust = !!(r->flags & VSRIOV_ADMIN_MEMBER_F_TRUSTED);
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_TX_RATE) {
+        c->min_tx_rate = le32_to_cpu(r->min_tx_rate);
+        c->max_tx_rate = le32_to_cpu(r->max_tx_rate);
+    }
+    return vsriov_vfcfg_check(vpf, c);
+}
+
+/* The member's counters as the net device's RX_BASIC/TX_BASIC replies. */
+static size_t member_stats(VsriovPF *vpf, uint16_t i, uint64_t types,
+                           uint8_t *out)
+{
+    struct virtio_net_stats_rx_basic rx = {};
+    struct virtio_net_stats_tx_basic tx = {};
+    VsriovVFStats s = {};
+    size_t len = 0;
+
+    vsriov_vf_stats(vpf, i, &s);
+    if (types & VIRTIO_NET_STATS_TYPE_RX_BASIC) {
+        rx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC;
+        rx.hdr.size = cpu_to_le16(sizeof(rx));
+        rx.rx_packets = cpu_to_le64(s.rx_packets);
+        rx.rx_bytes = cpu_to_le64(s.rx_bytes);
+        rx.rx_drops = cpu_to_le64(s.rx_dropped);
+        memcpy(out + len, &rx, sizeof(rx));
+        len += sizeof(rx);
+    }
+    if (types & VIRTIO_NET_STATS_TYPE_TX_BASIC) {
+        tx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC;
+        tx.hdr.size = cpu_to_le16(sizeof(tx));
+        tx.tx_packets = cpu_to_le64(s.tx_packets);
+        tx.tx_bytes = cpu_to_le64(s.tx_bytes);
+        tx.tx_drops = cpu_to_le64(s.tx_dropped);
+        memcpy(out + len, &tx, sizeof(tx));
+        len += sizeof(tx);
+    }
+    return len;
+}
+
+/* The provider answered the command at the head of the queue. */
+static void admin_set_done(VsriovPF *vpf, uint16_t vf, int ret, void *opaque)
+{
+    VsriovAdmin *a = vpf->admin;
+    VirtQueueElement *elem;
+
+    if (!a || !a->cur || a->gen != (uintptr_t)opaque) {
+        return;     /* the queue was reset meanwhile */
+    }
+    elem = g_steal_pointer(&a->cur);
+    admin_complete(a, elem, status_of(ret), NULL, 0);
+    qemu_bh_schedule(a->bh);
+}
+
+void vsriov_admin_prepare_done(VsriovPF *vpf, int ret)
+{
+    VsriovAdmin *a = vpf->admin;
+
+    if (!a || !a->cur ||
+        a->cur_opcode != VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE) {
+        return;
+    }
+    admin_complete(a, g_steal_pointer(&a->cur), status_of(ret), NULL, 0);
+    qemu_bh_schedule(a->bh);
+}
+
+/*
+ * Run the command in @elem: true if it waits for the provider (a->cur),
+ * false if it completed.
+ */
+static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
+{
+    VsriovPF *vpf = a->vpf;
+    struct virtio_admin_cmd_hdr hdr = {};
+    /* (aligned for the structures they hold) */
+    uint64_t data64[AVQ_DATA_MAX / 8] = {};
+    uint64_t result64[AVQ_RESULT_MAX / 8] = {};
+    uint8_t *data = (uint8_t *)data64;
+    uint8_t *result = (uint8_t *)result64;
+    size_t rlen = 0;
+    uint16_t opcode, group, enabled;
+    uint64_t member;
+    VsriovVFConfig c;
+    AdminStatus s = st_ok;
+    int ret;
+
+    /* shorter parts read as zeros, longer ones are cut (the spec's rule) */
+    iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr));
+    iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr), data, sizeof(data));
+    opcode = le16_to_cpu(hdr.opcode);
+    group = le16_to_cpu(hdr.group_type);
+    member = le64_to_cpu(hdr.group_member_id);
+    a->cur_opcode = opcode;
+    trace_vsriov_admin_cmd(DEVICE(vpf->pf)->id, opcode, member);
+
+    if (group != VIRTIO_ADMIN_GROUP_TYPE_SRIOV) {
+        s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_GROUP);
+        goto out;
+    }
+    if (opcode >= 64 * CMD_WORDS ||
+        !(supported[opcode / 64] & 1ull << (opcode % 64)) ||
+        !(a->used[opcode / 64] & 1ull << (opcode % 64))) {
+        s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_OPCODE);
+        goto out;
+    }
+
+    /* commands about the group as a whole, VF Enable set or not */
+    switch (opcode) {
+    case VIRTIO_ADMIN_CMD_LIST_QUERY:
+        stq_le_p(result, supported[0]);
+        rlen = sizeof(supported);
+        goto out;
+    case VIRTIO_ADMIN_CMD_LIST_USE: {
+        uint64_t use = ldq_le_p(data);
+
+        /* (words after the first name no command of ours) */
+        if (use & ~supported[0]) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        } else {
+            a->used[0] = use;
+        }
+        goto out;
+    }
+    case VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY:
+        stq_le_p(result + VSRIOV_NET_MEMBER_CFG_CAP / 64 * 8,
+                 1ull << (VSRIOV_NET_MEMBER_CFG_CAP % 64));
+        rlen = AVQ_RESULT_MAX;
+        goto out;
+    case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
+    case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET:
+        if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        } else if (opcode == VIRTIO_ADMIN_CMD_DEVICE_CAP_GET) {
+            member_cfg_cap(vpf, (void *)result);
+            rlen = sizeof(struct vsriov_net_member_cfg_cap);
+        } else if (ldq_le_p(data + 8) & ~VSRIOV_ADMIN_FIELD_ALL) {
+            /* the driver uses fields the device does not have */
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        }
+        goto out;
+    case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE:
+        if (member) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
+            goto out;
+        }
+        ret = vsriov_pf_stage_vfs(vpf, lduw_le_p(data));
+        if (ret > 0) {
+            return true;    /* vsriov_admin_prepare_done() */
+        }
+        s = status_of(ret);
+        goto out;
+    }
+
+    /* commands about one member: VF Enable set, 1..NumVFs */
+    enabled = vsriov_pf_enabled_vfs(vpf);
+    if (!enabled) {
+        s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_GROUP);
+        goto out;
+    }
+    if (member < 1 || member > enabled) {
+        s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
+        goto out;
+    }
+    switch (opcode) {
+    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET:
+        member_cfg_get(vpf, member - 1, (void *)result);
+        rlen = sizeof(struct vsriov_admin_net_member_cfg);
+        break;
+    case VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET: {
+        uint64_t types = ldq_le_p(data);
+
+        if (types & ~(VIRTIO_NET_STATS_TYPE_RX_BASIC |
+                      VIRTIO_NET_STATS_TYPE_TX_BASIC)) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+            break;
+        }
+        rlen = member_stats(vpf, member - 1, types, result);
+        break;
+    }
+    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET:
+        if (member_cfg_set(vpf, member - 1, (void *)data, &c)) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+            break;
+        }
+        ret = vsriov_vfcfg_change(vpf, member - 1, &c, admin_set_done,
+                                  (void *)(uintptr_t)a->gen);
+        if (ret > 0) {
+            return true;    /* admin_set_done() */
+        }
+        s = status_of(ret);
+        break;
+    }
+out:
+    admin_complete(a, elem, s, result, rlen);
+    return false;
+}
+
+/* Run what the driver queued, in order, a batch per iteration. */
+static void admin_bh(void *opaque)
+{
+    VsriovAdmin *a = opaque;
+
+    for (int n = 0; !a->cur; n++) {
+        VirtQueueElement *elem;
+
+        if (n == AVQ_BATCH) {
+            qemu_bh_schedule(a->bh);
+            return;
+        }
+        elem = virtqueue_pop(a->vq, sizeof(VirtQueueElement));
+        if (!elem) {
+            return;
+        }
+        if (admin_run_one(a, elem)) {
+            a->cur = elem;
+        }
+    }
+}
+
+static VsriovAdmin *admin_of(VirtQueue *vq)
+{
+    VsriovPF *vpf;
+
+    QTAILQ_FOREACH(vpf, vsriov_pf_list(), next) {
+        if (vpf->admin && vpf->admin->vq == vq) {
+            return vpf->admin;
+        }
+    }
+    return NULL;
+}
+
+/* The driver's notification (a vCPU's, under TCG): the main loop runs it. */
+static void admin_handle(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VsriovAdmin *a = admin_of(vq);
+
+    if (a) {
+        qemu_bh_schedule(a->bh);
+    }
+}
+
+/* The queue is reset: the driver takes back what it queued. */
+static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VsriovAdmin *a = admin_of(vq);
+
+    if (!a) {
+        return;
+    }
+    a->gen++;
+    if (a->cur) {
+        virtqueue_detach_element(vq, a->cur, 0);
+        g_free(a->cur);
+        a->cur = NULL;
+    }
+    a->used[0] = 1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+                 1ull << VIRTIO_ADMIN_CMD_LIST_USE;
+}
+
+void vsriov_admin_init(VsriovPF *vpf)
+{
+    VsriovAdmin *a = g_new0(VsriovAdmin, 1);
+
+    a->vpf = vpf;
+    a->vdev = virtio_bus_get_device(&VIRTIO_PCI(vpf->pf)->bus);
+    a->bh = aio_bh_new(iohandler_get_aio_context(), admin_bh, a);
+    vpf->admin = a;
+    a->vq = virtio_add_admin_queue(a->vdev, AVQ_SIZE, admin_handle,
+                                   admin_reset);
+    admin_reset(a->vdev, a->vq);
+}
+
+void vsriov_admin_exit(VsriovPF *vpf)
+{
+    VsriovAdmin *a = vpf->admin;
+
+    if (!a) {
+        return;
+    }
+    admin_reset(a->vdev, a->vq);
+    virtio_delete_queue(a->vq);
+    virtio_clear_feature(&a->vdev->host_features, VIRTIO_F_ADMIN_VQ);
+    qemu_bh_delete(a->bh);
+    vpf->admin = NULL;
+    g_free(a);
+}
