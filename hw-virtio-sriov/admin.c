@@ -41,6 +41,13 @@
 #include "admin.h"
 #include "trace.h"
 
+#ifndef ETH_P_8021Q
+#define ETH_P_8021Q         0x8100
+#endif
+#ifndef ETH_P_8021AD
+#define ETH_P_8021AD        0x88a8
+#endif
+
 #define AVQ_SIZE            64
 /* commands run in one main-loop iteration at most, then it goes on */
 #define AVQ_BATCH           16
@@ -48,7 +55,8 @@
 #define AVQ_DATA_MAX        64
 #define AVQ_RESULT_MAX      ((VSRIOV_NET_MEMBER_CFG_CAP / 64 + 1) * 8)
 
-#define CMD_WORDS           1   /* 64-bit words of the command lists */
+/* The group types taken: the PF itself (0), its SR-IOV group (1). */
+#define GROUPS              2
 
 struct VsriovAdmin {
     VsriovPF *vpf;
@@ -58,19 +66,26 @@ struct VsriovAdmin {
     VirtQueueElement *cur;      /* the command waiting for the provider */
     uint16_t cur_opcode;
     uint32_t gen;               /* bumped when the queue is reset */
-    uint64_t used[CMD_WORDS];   /* the commands LIST_USE enabled */
+    uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
+    /* the net member capability as the driver set it (DRIVER_CAP_SET) */
+    struct vsriov_net_member_cfg_cap driver_cap;
 };
 
-static const uint64_t supported[CMD_WORDS] = {
-    1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
-    1ull << VIRTIO_ADMIN_CMD_LIST_USE |
-    1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
-    1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
-    1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET |
-    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
-    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
-    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
-    1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
+/* Per group type, the commands it takes (all below opcode 64). */
+static const uint64_t supported[GROUPS] = {
+    [VIRTIO_ADMIN_GROUP_TYPE_SELF] =
+        1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+        1ull << VIRTIO_ADMIN_CMD_LIST_USE |
+        1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
+        1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
+        1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET,
+    [VIRTIO_ADMIN_GROUP_TYPE_SRIOV] =
+        1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+        1ull << VIRTIO_ADMIN_CMD_LIST_USE |
+        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
+        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
+        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
+        1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
 };
 
 /* What a command leaves in the status part of its buffer. */
@@ -111,7 +126,11 @@ static AdminStatus status_of(int ret)
         /* nothing changed (vfcfg.c put back what may have) */
         return st(VSRIOV_ADMIN_STATUS_EAGAIN, VSRIOV_ADMIN_Q_TRYAGAIN);
     default:
-        return st(VSRIOV_ADMIN_STATUS_EIO, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+        /*
+         * The provider could not apply it, maybe in part: vfcfg.c put
+         * the recorded configuration back, so nothing changed.
+         */
+        return st(VSRIOV_ADMIN_STATUS_EAGAIN, VSRIOV_ADMIN_Q_TRYAGAIN);
     }
 }
 
@@ -154,7 +173,7 @@ static void member_cfg_get(VsriovPF *vpf, uint16_t i,
     memset(r, 0, sizeof(*r));
     memcpy(r->mac, vsriov_vf_net(vpf->vfs[i])->mac, sizeof(r->mac));
     r->vlan_id = cpu_to_le16(c->vlan);
-    r->vlan_proto = cpu_to_le16(c->vlan_proto);
+    r->vlan_proto = cpu_to_le16(c->vlan ? c->vlan_proto : ETH_P_8021Q);
     r->vlan_qos = c->qos;
     r->link_state = c->link_state;
     r->flags = (c->spoofchk ? VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK : 0) |
@@ -179,18 +198,42 @@ static void member_cfg_cap(VsriovPF *vpf, struct vsriov_net_member_cfg_cap *r)
 
 /*
  * The configuration a SET asks for: @c is VF @i's with the fields @set
- * names changed.  -EINVAL for a field this device does not have.
+ * names changed.  -EINVAL for a field or a value outside the capability
+ * the driver set, or one a VF cannot have.
  */
-static int member_cfg_set(VsriovPF *vpf, uint16_t i,
+static int member_cfg_set(VsriovAdmin *a, uint16_t i,
                           const struct vsriov_admin_net_member_cfg_set *set,
                           VsriovVFConfig *c)
 {
     static const uint8_t zero[6];
+    VsriovPF *vpf = a->vpf;
+    const struct vsriov_net_member_cfg_cap *cap = &a->driver_cap;
     uint64_t fields = le64_to_cpu(set->fields);
     const struct vsriov_admin_net_member_cfg *r = &set->cfg;
+    uint16_t vlan = le16_to_cpu(r->vlan_id);
+    uint16_t proto = le16_to_cpu(r->vlan_proto);
 
     *c = vpf->vfcfg[i];
-    if (fields & ~VSRIOV_ADMIN_FIELD_ALL) {
+    if (fields & ~le64_to_cpu(cap->supported_fields)) {
+        return -EINVAL;
+    }
+    if (fields & VSRIOV_ADMIN_FIELD_VLAN) {
+        uint16_t protos = le16_to_cpu(cap->vlan_protos);
+
+        if (!vlan) {
+            /* no VLAN: its protocol is moot, its priority must be 0 */
+            proto = ETH_P_8021Q;
+            if (r->vlan_qos) {
+                return -EINVAL;
+            }
+        } else if (!((proto == ETH_P_8021Q && (protos & 1)) ||
+                     (proto == ETH_P_8021AD && (protos & 2)))) {
+            return -EINVAL;
+        }
+    }
+    if ((fields & VSRIOV_ADMIN_FIELD_TX_RATE) &&
+        (le32_to_cpu(r->min_tx_rate) > le32_to_cpu(cap->max_tx_rate) ||
+         le32_to_cpu(r->max_tx_rate) > le32_to_cpu(cap->max_tx_rate))) {
         return -EINVAL;
     }
     if (fields & VSRIOV_ADMIN_FIELD_MAC) {
@@ -199,8 +242,8 @@ static int member_cfg_set(VsriovPF *vpf, uint16_t i,
         memcpy(c->mac, c->mac_set ? r->mac : zero, sizeof(c->mac));
     }
     if (fields & VSRIOV_ADMIN_FIELD_VLAN) {
-        c->vlan = le16_to_cpu(r->vlan_id);
-        c->vlan_proto = le16_to_cpu(r->vlan_proto);
+        c->vlan = vlan;
+        c->vlan_proto = proto;
         c->qos = r->vlan_qos;
     }
     if (fields & VSRIOV_ADMIN_FIELD_LINK_STATE) {
@@ -219,7 +262,10 @@ static int member_cfg_set(VsriovPF *vpf, uint16_t i,
     return vsriov_vfcfg_check(vpf, c);
 }
 
-/* The member's counters as the net device's RX_BASIC/TX_BASIC replies. */
+/*
+ * The member's counters as the net device's RX_BASIC/TX_BASIC replies;
+ * the other types asked for are left out.
+ */
 static size_t member_stats(VsriovPF *vpf, uint16_t i, uint64_t types,
                            uint8_t *out)
 {
@@ -298,38 +344,36 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
 
     /* shorter parts read as zeros, longer ones are cut (the spec's rule) */
     iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr));
-    iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr), data, sizeof(data));
+    iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr), data, sizeof(data64));
     opcode = le16_to_cpu(hdr.opcode);
     group = le16_to_cpu(hdr.group_type);
     member = le64_to_cpu(hdr.group_member_id);
     a->cur_opcode = opcode;
     trace_vsriov_admin_cmd(DEVICE(vpf->pf)->id, opcode, member);
 
-    if (group != VIRTIO_ADMIN_GROUP_TYPE_SRIOV) {
+    if (group >= GROUPS) {
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_GROUP);
         goto out;
     }
-    if (opcode >= 64 * CMD_WORDS ||
-        !(supported[opcode / 64] & 1ull << (opcode % 64)) ||
-        !(a->used[opcode / 64] & 1ull << (opcode % 64))) {
+    if (opcode >= 64 || !(supported[group] & a->used[group] & 1ull << opcode)) {
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_OPCODE);
         goto out;
     }
 
-    /* commands about the group as a whole, VF Enable set or not */
+    /* commands about a group type or the PF, VF Enable set or not */
     switch (opcode) {
     case VIRTIO_ADMIN_CMD_LIST_QUERY:
-        stq_le_p(result, supported[0]);
-        rlen = sizeof(supported);
+        stq_le_p(result, supported[group]);
+        rlen = 8;
         goto out;
     case VIRTIO_ADMIN_CMD_LIST_USE: {
+        /* (the words after the first name no command of ours) */
         uint64_t use = ldq_le_p(data);
 
-        /* (words after the first name no command of ours) */
-        if (use & ~supported[0]) {
+        if (use & ~supported[group]) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
-            a->used[0] = use;
+            a->used[group] = use;
         }
         goto out;
     }
@@ -339,28 +383,49 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         rlen = AVQ_RESULT_MAX;
         goto out;
     case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
-    case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET:
         if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
-        } else if (opcode == VIRTIO_ADMIN_CMD_DEVICE_CAP_GET) {
+        } else {
             member_cfg_cap(vpf, (void *)result);
             rlen = sizeof(struct vsriov_net_member_cfg_cap);
-        } else if (ldq_le_p(data + 8) & ~VSRIOV_ADMIN_FIELD_ALL) {
-            /* the driver uses fields the device does not have */
-            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         }
         goto out;
-    case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE:
+    case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET: {
+        struct vsriov_net_member_cfg_cap dev, *drv = (void *)(data + 8);
+
+        member_cfg_cap(vpf, &dev);
+        /* the driver may only take less than the device offers */
+        if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP ||
+            (drv->supported_fields & ~dev.supported_fields) ||
+            (drv->vlan_protos & ~dev.vlan_protos) ||
+            le32_to_cpu(drv->max_tx_rate) > le32_to_cpu(dev.max_tx_rate)) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        } else {
+            a->driver_cap = *drv;
+        }
+        goto out;
+    }
+    case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE: {
+        uint16_t num_vfs = lduw_le_p(data);
+
         if (member) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
-            goto out;
+        } else if (vsriov_pf_enabled_vfs(vpf) ||
+                   pci_get_word(vpf->pf->config + vpf->sriov_cap +
+                                PCI_SRIOV_CTRL) & PCI_SRIOV_CTRL_VFE) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL,
+                   VSRIOV_ADMIN_Q_INVALID_COMMAND);
+        } else if (num_vfs > vpf->num_vfs) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        } else {
+            ret = vsriov_pf_stage_vfs(vpf, num_vfs);
+            if (ret > 0) {
+                return true;    /* vsriov_admin_prepare_done() */
+            }
+            s = status_of(ret);
         }
-        ret = vsriov_pf_stage_vfs(vpf, lduw_le_p(data));
-        if (ret > 0) {
-            return true;    /* vsriov_admin_prepare_done() */
-        }
-        s = status_of(ret);
         goto out;
+    }
     }
 
     /* commands about one member: VF Enable set, 1..NumVFs */
@@ -379,18 +444,11 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         rlen = sizeof(struct vsriov_admin_net_member_cfg);
         break;
     case VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET: {
-        uint64_t types = ldq_le_p(data);
-
-        if (types & ~(VIRTIO_NET_STATS_TYPE_RX_BASIC |
-                      VIRTIO_NET_STATS_TYPE_TX_BASIC)) {
-            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
-            break;
-        }
-        rlen = member_stats(vpf, member - 1, types, result);
+        rlen = member_stats(vpf, member - 1, ldq_le_p(data), result);
         break;
     }
     case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET:
-        if (member_cfg_set(vpf, member - 1, (void *)data, &c)) {
+        if (member_cfg_set(a, member - 1, (void *)data, &c)) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
             break;
         }
@@ -465,8 +523,11 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
         g_free(a->cur);
         a->cur = NULL;
     }
-    a->used[0] = 1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
-                 1ull << VIRTIO_ADMIN_CMD_LIST_USE;
+    for (int g = 0; g < GROUPS; g++) {
+        a->used[g] = 1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+                     1ull << VIRTIO_ADMIN_CMD_LIST_USE;
+    }
+    member_cfg_cap(a->vpf, &a->driver_cap);
 }
 
 void vsriov_admin_init(VsriovPF *vpf)

@@ -20,7 +20,6 @@
 
 /* Statuses: VIRTIO's, and the proposed EPERM (a policy's refusal) */
 #define VSRIOV_ADMIN_STATUS_EPERM               1
-#define VSRIOV_ADMIN_STATUS_EIO                 5
 #define VSRIOV_ADMIN_STATUS_EAGAIN              11
 #define VSRIOV_ADMIN_STATUS_ENOMEM              12
 #define VSRIOV_ADMIN_STATUS_EINVAL              22
@@ -71,7 +70,7 @@ struct vsriov_admin_net_member_cfg_set {
 #define VSRIOV_ADMIN_FIELD_ALL                  0x3full
 
 /* The net device capability describing the above (DEVICE_CAP_GET) */
-#define VSRIOV_NET_MEMBER_CFG_CAP               0x0803
+#define VSRIOV_NET_MEMBER_CFG_CAP               0x0805
 struct vsriov_net_member_cfg_cap {
     uint64_t supported_fields;
     uint32_t max_tx_rate;   /* highest accepted, Mbit/s; 0: none */

@@ -231,6 +231,16 @@ static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
                          VsriovVfcfgDone *done, void *opaque);
 
+/*
+ * A provider's answer that says it changed nothing (VsriovPoolClass's
+ * configure); after any other failure it may have done part or all of it.
+ */
+static bool vfcfg_refused(int ret)
+{
+    return ret == -EPERM || ret == -EACCES || ret == -EADDRINUSE ||
+           ret == -EINVAL || ret == -EAGAIN || ret == -ENOSPC;
+}
+
 static void vf_configure_done(void *opaque, int ret, Error *err)
 {
     VsriovVfcfgOp *op = opaque;
@@ -252,7 +262,11 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
          * reset its datapath may not be at the defaults: the next call
          * sends the whole configuration.
          */
-        vpf->vfcfg_unsure[i] = ret == -ETIMEDOUT || (ret && !op->done);
+        if (!ret) {
+            vpf->vfcfg_unsure[i] = false;
+        } else if (!op->done || !vfcfg_refused(ret)) {
+            vpf->vfcfg_unsure[i] = true;
+        }   /* (refused: it changed nothing, the VF is as sure as it was) */
     }
     if (ret) {
         error_prepend(&err, "PF '%s' VF %u: ", DEVICE(vpf->pf)->id, i);
@@ -265,10 +279,10 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
     }
     if (current && op->done && vpf->vfcfg_unsure[i]) {
         /*
-         * What the guest asked may be in the datapath (late, or before the
-         * device's part failed) while the record says it is not: put the
-         * recorded configuration back, so that a failed command leaves
-         * nothing behind.
+         * What the guest asked may be in the datapath (late, in part, or
+         * before the device's part failed) while the record says it is
+         * not: put the recorded configuration back, so that a failed
+         * command leaves nothing behind.
          */
         vf_configure(vpf, i, &vpf->vfcfg[i], NULL, NULL);
     }
@@ -518,7 +532,8 @@ static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
     }
     if (opcode == VSRIOV_VFCFG_CMD_PREPARE_VFS) {
         /* the group's own command: member 0, NumVFs to come */
-        ret = member ? -EINVAL : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
+        ret = member || !pci_get_word(data) ? -EINVAL
+              : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
         if (ret > 0) {
             vpf->vfcfg_busy = true;
             vpf->vfcfg_prepare = true;

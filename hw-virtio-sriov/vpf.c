@@ -667,11 +667,17 @@ int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
-    if (!num_vfs || num_vfs > vpf->num_vfs || vpf_vf_enable_set(vpf)) {
+    if (num_vfs > vpf->num_vfs || vpf_vf_enable_set(vpf)) {
         return -EINVAL;
     }
     if (!vpf->pool->lazy || !pc->claim_async) {
         return 0;   /* VF Enable itself has them at once */
+    }
+    if (!num_vfs) {
+        /* none to come: what was prepared goes back */
+        vpf->prepare_vfs = 0;
+        vpf_release_later(vpf, 0);
+        return 0;
     }
     /* a release pending since a reset spares what is staged now */
     vpf->release_from = MAX(vpf->release_from, num_vfs);

@@ -196,9 +196,10 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
 int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
 void vsriov_pf_vfs_disabled(VsriovPF *vpf);
 /*
- * The guest's PREPARE_VFS (vfcfg.c): get backends for VFs 0..@num_vfs-1
- * ahead of VF Enable.  0 done, 1 in progress (vsriov_vfcfg_prepare_done()
- * says when), or a negative errno.
+ * The guest's PREPARE_VFS (vfcfg.c, admin.c): get backends for VFs
+ * 0..@num_vfs-1 ahead of VF Enable (@num_vfs 0: give back what was
+ * prepared).  0 done, 1 in progress (vsriov_vfcfg_prepare_done() says
+ * when), or a negative errno.
  */
 int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs);
 
