@@ -14,8 +14,8 @@ and from OVS's own counters, that the switch does what the guest asked:
 same VLAN passes, other VLANs do not, a forged source MAC is dropped (and
 counted) while the pod's real traffic passes, max_tx_rate caps a stream,
 link state disable/enable, a daemon restart does not stop a stream, a
-stuck daemon makes a VF command time out (ETIMEDOUT) and QEMU catches up
-with what the daemon applied late, a second VM of another tenant on the same switch is isolated and cannot join
+stuck daemon makes a VF command fail with EAGAIN and QEMU puts back
+what the daemon applied late, a second VM of another tenant on the same switch is isolated and cannot join
 the first tenant's VLAN, and VFs the guest disables go back to the pool,
 default-deny, claimable again.
 
@@ -263,25 +263,44 @@ def while_daemon_stopped(s, cmd):
 
 def test_stuck_daemon_times_out_then_catches_up(system):
     """A daemon that does not answer (SIGSTOPped): the guest's VF command
-    fails with ETIMEDOUT, not EPERM (nothing was refused), after QEMU's
-    deadline of 5 s, and meanwhile the guest runs: QEMU answers the
-    command's config write at once ("in progress") and waits for the
-    daemon in its main loop, so the guest's agent keeps answering.  The
-    daemon applies the request late when it resumes; QEMU, which gave up
-    on it, sends the VF's whole configuration with its next command, so
-    switch and guest agree again."""
+    fails with EAGAIN ("try again: nothing changed"), not EPERM (nothing
+    was refused), after QEMU's deadline of 5 s, and meanwhile the guest
+    runs: the command waits on the PF's administration virtqueue while
+    QEMU waits for the daemon in its main loop, so the guest's agent keeps
+    answering.  QEMU, which gave up on the request, sends the VF's
+    recorded configuration after it: when the daemon resumes it applies
+    the late request and then that, so the switch ends as the guest was
+    told (VLAN 160), and the next command works."""
     s = system
     l1, l2 = s.l1, s.l2
     vf = PODS["c"][0]
-    assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
-    out = while_daemon_stopped(s, f"ip link set {s.pf_dev} vf {vf} vlan 170")
-    assert "Connection timed out" in out, out
-    # The late request is applied once the daemon runs again.
-    l1.wait_until(f"ovs-vsctl get Port {vf_port(vf)} tag | grep -qx 170", timeout=60)
-    # The guest (told ETIMEDOUT) says 160 again: QEMU sends everything.
+    port = vf_port(vf)
+    assert l1.check(f"ovs-vsctl get Port {port} tag").strip() == "160"
+    # Every change of the ports' VLANs, as OVSDB makes them.
+    mon = "/tmp/port-tags.csv"
+    l1.check(f"setsid stdbuf -oL ovsdb-client monitor Open_vSwitch Port name tag "
+             f"--format=csv >{mon} 2>&1 < /dev/null & echo $! >/tmp/mon.pid")
+    try:
+        l1.wait_until(f"grep -q '\"{port}\"' {mon}", timeout=30)
+        out = while_daemon_stopped(s, f"ip link set {s.pf_dev} vf {vf} vlan 170")
+        assert "Resource temporarily unavailable" in out, out
+        assert "vlan 160" in l2.check(f"ip link show {s.pf_dev} | grep 'vf {vf} '")
+        # The next command comes after both of QEMU's requests.
+        l2.check(f"ip link set {s.pf_dev} vf {vf} vlan 165")
+        assert l1.check(f"ovs-vsctl get Port {port} tag").strip() == "165"
+        l1.wait_until(f"grep -q ',165$' {mon}", timeout=30)
+    finally:
+        l1.run("kill $(cat /tmp/mon.pid)")
+    rows = [line.split(",") for line in l1.check(f"cat {mon}").splitlines()]
+    uuid = next(r[0] for r in rows if len(r) == 4 and r[2] == f'"{port}"')
+    tags = [r[3] for r in rows if len(r) == 4 and r[0] == uuid and r[1] in ("initial", "new")]
+    # Whether the late request reached the switch (170) or the daemon's
+    # worker only saw what QEMU put back after it, the switch was at 160
+    # when the next command came.
+    print(f"VLANs of {port} in OVSDB: {tags}")
+    assert tags[0] == "160" and tags[-2:] == ["160", "165"], rows
     l2.check(f"ip link set {s.pf_dev} vf {vf} vlan 160")
-    assert l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() == "160"
-    assert "vlan 160" in l2.check(f"ip link show {s.pf_dev} | grep 'vf {vf} '")
+    assert l1.check(f"ovs-vsctl get Port {port} tag").strip() == "160"
 
 
 def test_two_tenants_vms_are_isolated(system):
@@ -332,7 +351,7 @@ def test_stuck_daemon_at_vf_enable(system):
     """The daemon SIGSTOPped while the guest enables lazy VFs: the guest's
     driver asks QEMU for the VFs' backends before VF Enable (PREPARE_VFS),
     QEMU asks the daemon from its main loop, so the guest keeps running;
-    the enable fails with ETIMEDOUT after QEMU's deadline.  When the daemon
+    the enable fails with EAGAIN after QEMU's deadline.  When the daemon
     resumes, the VFs it hands out late go back at once: none stays claimed
     by nobody, and the next enable works."""
     s = system
@@ -341,7 +360,7 @@ def test_stuck_daemon_at_vf_enable(system):
     claims = "grep -c \"claimed by '/machine/\" /scratch/vpd.log || true"
     before = int(l1.check(claims).strip())
     out = while_daemon_stopped(s, f"echo 2 > /sys/bus/pci/devices/{s.pf}/sriov_numvfs")
-    assert "Connection timed out" in out, out
+    assert "Resource temporarily unavailable" in out, out
     assert l2.check(f"cat /sys/bus/pci/devices/{s.pf}/sriov_numvfs").strip() == "0"
     # The daemon answers the two claims late; QEMU gives those VFs back.
     l1.wait_until(f"test $({claims}) -ge {before + 2}", timeout=60)
