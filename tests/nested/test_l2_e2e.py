@@ -281,7 +281,7 @@ def test_stuck_daemon_times_out_then_catches_up(system):
     l1.check(f"setsid stdbuf -oL ovsdb-client monitor Open_vSwitch Port name tag "
              f"--format=csv >{mon} 2>&1 < /dev/null & echo $! >/tmp/mon.pid")
     try:
-        l1.wait_until(f"grep -q '\"{port}\"' {mon}", timeout=30)
+        l1.wait_until(f"grep -q ',{port},' {mon}", timeout=30)
         out = while_daemon_stopped(s, f"ip link set {s.pf_dev} vf {vf} vlan 170")
         assert "Resource temporarily unavailable" in out, out
         assert "vlan 160" in l2.check(f"ip link show {s.pf_dev} | grep 'vf {vf} '")
@@ -291,9 +291,10 @@ def test_stuck_daemon_times_out_then_catches_up(system):
         l1.wait_until(f"grep -q ',165$' {mon}", timeout=30)
     finally:
         l1.run("kill $(cat /tmp/mon.pid)")
+    # (rows: uuid,action,name,tag; a change is an "old" row, then a "new"
+    # one with the name)
     rows = [line.split(",") for line in l1.check(f"cat {mon}").splitlines()]
-    uuid = next(r[0] for r in rows if len(r) == 4 and r[2] == f'"{port}"')
-    tags = [r[3] for r in rows if len(r) == 4 and r[0] == uuid and r[1] in ("initial", "new")]
+    tags = [r[3] for r in rows if len(r) == 4 and r[2] == port and r[1] in ("initial", "new")]
     # Whether the late request reached the switch (170) or the daemon's
     # worker only saw what QEMU put back after it, the switch was at 160
     # when the next command came.

@@ -5,7 +5,7 @@ A guest boots the test kernel (guest-kernel-patches/ built in,
 vmlinuz-test).  After `echo 2 > sriov_numvfs`, `ip link set <pf>
 vf 0 ...` sets every attribute at once; `ip -d link show <pf>` lists both
 VFs with exactly those values (VF 1 with the defaults), the VF's own
-netdev takes the new MAC, QMP reports the same, and the VF still carries
+netdev takes the new MAC when it binds, QMP reports the same, and the VF still carries
 traffic with its new MAC through the host switch.  Invalid values are
 refused with the kernel's usual errors and change nothing.  An unpatched
 guest (Debian's kernel and module) still uses the PF and its VFs as plain
@@ -161,3 +161,36 @@ def test_unpatched_guest_is_unaffected(netns, guest_factory):
     g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
                  "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
     assert " 0% packet loss" in g.check("ip netns exec a ping -c 3 -W 5 10.22.0.2", timeout=60)
+
+
+def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
+    """The first series' VF driver took the MAC its PF set under
+    rtnl_lock() in its config work, which virtnet_close() cancels holding
+    rtnl: a PF changing a bound VF's MAC while the VF went down could hang
+    both (issue 20).  Now: 200 MAC changes through the PF while the VF's
+    interface goes down and up all along; every command completes, the
+    guest answers, the VF's driver takes the last MAC when it binds again,
+    and the PF's administration virtqueue reported no error."""
+    host = netns("vsr-vfd")
+    host_switch(host, 1)
+    g = guest_factory("vfdown", netns=host.name, qemu_args=vpf_args(1))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 1)
+    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    g.check(f"(for i in $(seq 200); do ip link set {vf_dev} down; ip link set {vf_dev} up; "
+            f"done; echo done) > /tmp/flap.out 2>&1 &")
+    macs = g.check(f"for i in $(seq 200); do m=$(printf '02:00:00:00:%02x:%02x' "
+                   f"$((i / 256)) $((i % 256))); ip link set {dev} vf 0 mac $m || exit 1; "
+                   f"done; echo $m", timeout=300).split()
+    g.wait_until("grep -qx done /tmp/flap.out", timeout=300)
+    assert g.check("echo alive").strip() == "alive"
+    last = macs[-1]
+    assert f"link/ether {last}" in g.check(f"ip link show {dev} | grep 'vf 0 '")
+    assert qmp_vfs(g)[0]["mac"] == last
+    vdev = g.check(f"basename $(ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*)").strip()
+    g.check(f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/unbind && "
+            f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/bind")
+    g.wait_until(f"grep -qx {last} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
+                 timeout=30)
+    assert "admin command error" not in g.check("dmesg")
