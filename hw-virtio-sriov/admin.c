@@ -41,13 +41,6 @@
 #include "admin.h"
 #include "trace.h"
 
-#ifndef ETH_P_8021Q
-#define ETH_P_8021Q         0x8100
-#endif
-#ifndef ETH_P_8021AD
-#define ETH_P_8021AD        0x88a8
-#endif
-
 #define AVQ_SIZE            64
 /* commands run in one main-loop iteration at most, then it goes on */
 #define AVQ_BATCH           16

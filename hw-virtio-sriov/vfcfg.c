@@ -46,12 +46,6 @@
 #include <linux/if_tun.h>
 #endif
 
-#ifndef ETH_P_8021Q
-#define ETH_P_8021Q     0x8100
-#endif
-#ifndef ETH_P_8021AD
-#define ETH_P_8021AD    0x88a8
-#endif
 #define VLAN_VID_MAX    4094
 
 static VirtIONet *vf_net(VsriovPF *vpf, uint16_t i)
@@ -72,15 +66,15 @@ static void config_defaults(VsriovPF *vpf, uint16_t i, VsriovVFConfig *c)
     }
 }
 
-/* Put the VF's MAC in its config space and tell a bound driver. */
+/*
+ * Put the VF's MAC in its config space and tell a bound driver; if the
+ * backend refuses it, the VF keeps the MAC it had.
+ */
 static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
 {
     VirtIONet *n = vf_net(vpf, i);
     NetClientState *nc = qemu_get_queue(n->nic);
 
-    memcpy(n->nic_conf.macaddr.a, mac, ETH_ALEN);
-    memcpy(n->mac, mac, ETH_ALEN);
-    qemu_format_nic_info_str(nc, n->mac);
     if (nc->peer && nc->peer->info->type == NET_CLIENT_DRIVER_VHOST_VDPA) {
         /* The device's config space is the vDPA device's: write it there. */
         if (vhost_net_set_config(get_vhost_net(nc->peer), mac,
@@ -90,6 +84,9 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
             return VSRIOV_VFCFG_S_EIO;
         }
     }
+    memcpy(n->nic_conf.macaddr.a, mac, ETH_ALEN);
+    memcpy(n->mac, mac, ETH_ALEN);
+    qemu_format_nic_info_str(nc, n->mac);
     virtio_notify_config(VIRTIO_DEVICE(n));
     return VSRIOV_VFCFG_S_OK;
 }

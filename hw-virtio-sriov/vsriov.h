@@ -23,6 +23,14 @@
 
 #define TYPE_VSRIOV_POOL "vsriov-pool"
 
+/* A VF's VLAN protocols (Linux's <linux/if_ether.h> values) */
+#ifndef ETH_P_8021Q
+#define ETH_P_8021Q     0x8100
+#endif
+#ifndef ETH_P_8021AD
+#define ETH_P_8021AD    0x88a8
+#endif
+
 /* A VF's administrative configuration, set by the guest through its PF. */
 typedef struct VsriovVFConfig {
     uint8_t mac[6];         /* valid when mac_set */

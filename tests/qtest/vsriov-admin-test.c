@@ -171,16 +171,7 @@ static void driver_start(Admin *a, uint64_t features)
 
 static void start(Admin *a, bool lazy)
 {
-    a->qts = qtest_initf(
-        "-M q35 -nodefaults "
-        "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
-        "-netdev hubport,id=pfnet,hubid=0 "
-        "-netdev hubport,id=b0,hubid=1 -netdev hubport,id=b1,hubid=2 "
-        "-netdev hubport,id=b2,hubid=3 "
-        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
-        "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-        "speed=10000,duplex=full", lazy ? ",lazy=on" : "");
-    vsriov_pcie_init(&a->p, a->qts, 2);
+    a->qts = vsriov_start_pf(&a->p, lazy);
     map_pf(a);
     find_structures(a);
     driver_start(a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);

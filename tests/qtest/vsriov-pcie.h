@@ -88,6 +88,27 @@ static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts,
     vsriov_cfg_writeb(p, 0, QPCI_DEVFN(root_slot, 0), PCI_SUBORDINATE_BUS, 1);
 }
 
+/*
+ * Start q35 with a virtual PF at 01:00.0 behind root port 00:02.0: its
+ * pool of three hubport backends (@lazy: claimed at VF Enable), a speed
+ * of 10000 Mbit/s for the rate checks; ECAM and the bus numbers set up.
+ */
+static inline QTestState *vsriov_start_pf(VsriovPcie *p, bool lazy)
+{
+    QTestState *qts = qtest_initf(
+        "-M q35 -nodefaults "
+        "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
+        "-netdev hubport,id=pfnet,hubid=0 "
+        "-netdev hubport,id=b0,hubid=1 -netdev hubport,id=b1,hubid=2 "
+        "-netdev hubport,id=b2,hubid=3 "
+        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
+        "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
+        "speed=10000,duplex=full", lazy ? ",lazy=on" : "");
+
+    vsriov_pcie_init(p, qts, 2);
+    return qts;
+}
+
 /* Offset of a standard capability, or 0. */
 static inline uint8_t vsriov_find_cap(VsriovPcie *p, int bus, int devfn,
                                       uint8_t id)

@@ -24,18 +24,7 @@
 
 static QTestState *start_pool(VsriovPcie *p, bool lazy)
 {
-    QTestState *qts = qtest_initf(
-        "-M q35 -nodefaults "
-        "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
-        "-netdev hubport,id=pfnet,hubid=0 "
-        "-netdev hubport,id=b0,hubid=1 -netdev hubport,id=b1,hubid=2 "
-        "-netdev hubport,id=b2,hubid=3 "
-        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
-        "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-        "speed=10000,duplex=full", lazy ? ",lazy=on" : "");
-
-    vsriov_pcie_init(p, qts, 2);
-    return qts;
+    return vsriov_start_pf(p, lazy);
 }
 
 static QTestState *start(VsriovPcie *p)
