@@ -91,7 +91,11 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
     return VSRIOV_VFCFG_S_OK;
 }
 
-/* The VF's link as its admin link state says. */
+/*
+ * The VF's link as its admin link state says, but never up while the
+ * host holds its backend's link down (set_link): the guest's PF driver
+ * cannot override the host.
+ */
 static void vf_apply_link(VsriovPF *vpf, uint16_t i)
 {
     VirtIONet *n = vf_net(vpf, i);
@@ -101,7 +105,7 @@ static void vf_apply_link(VsriovPF *vpf, uint16_t i)
 
     switch (vpf->vfcfg[i].link_state) {
     case VSRIOV_VFCFG_LINK_ENABLE:
-        down = false;
+        down = nc->peer && nc->peer->link_down;
         break;
     case VSRIOV_VFCFG_LINK_DISABLE:
         down = true;
@@ -110,7 +114,7 @@ static void vf_apply_link(VsriovPF *vpf, uint16_t i)
         /* auto: the VF's link follows the PF's */
         pf_nc = qemu_get_queue(VIRTIO_NET(virtio_bus_get_device(
             &VIRTIO_PCI(vpf->pf)->bus))->nic);
-        down = pf_nc->link_down;
+        down = pf_nc->link_down || (nc->peer && nc->peer->link_down);
         break;
     }
     if (nc->link_down != down) {
@@ -203,10 +207,10 @@ static uint16_t status_of(int ret)
  */
 static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 {
-    VsriovVFConfig *old = &vpf->vfcfg[i];
+    VsriovVFConfig old = vpf->vfcfg[i];
 
-    if (old->mac_set != c->mac_set ||
-        (c->mac_set && memcmp(old->mac, c->mac, ETH_ALEN))) {
+    if (old.mac_set != c->mac_set ||
+        (c->mac_set && memcmp(old.mac, c->mac, ETH_ALEN))) {
         MACAddr mac;
 
         if (c->mac_set) {
@@ -219,9 +223,8 @@ static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
         }
     }
     vpf->vfcfg[i] = *c;
-    if (old->link_state != c->link_state) {
-        vf_apply_link(vpf, i);
-    }
+    /* (also when it is the same: the host may have changed the link) */
+    vf_apply_link(vpf, i);
     return 0;
 }
 

@@ -398,10 +398,20 @@ static _Noreturn void serve(const char *port_name)
 		double t0 = now_s();
 
 		reap_orphans();
-		if (recv_frame(fd, &h, &payload, t0 + 1.0) < 0) {
+		/*
+		 * Wait for the next frame without a deadline.  With one (it was
+		 * 1 s, to reap orphans while idle), a command that arrived as
+		 * the wait timed out was, now and then, never seen: the guest
+		 * idled on with the command unread and the host got no answer
+		 * (CI of 86db72f; a command sent 1.0 s after the previous
+		 * answer hung 3 times in 4, one sent 0.5 s or 2.5 s after
+		 * never, and none with no deadline).  Orphans are reaped before
+		 * each command instead.
+		 */
+		if (recv_frame(fd, &h, &payload, -1) < 0) {
 			/*
-			 * Idle, or no host connected: virtio-serial then reports
-			 * EOF at once, so do not spin.
+			 * No host connected: virtio-serial then reports EOF at
+			 * once, so do not spin.
 			 */
 			if (now_s() - t0 < 0.1)
 				usleep(100000);

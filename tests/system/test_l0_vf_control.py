@@ -194,3 +194,32 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
     g.wait_until(f"grep -qx {last} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
                  timeout=30)
     assert "admin command error" not in g.check("dmesg")
+
+
+def test_guest_cannot_lift_the_hosts_link_down(netns, guest_factory):
+    """The host holds a VF's backend link down (QMP set_link): the guest's
+    `vf 0 state enable` (or auto) does not bring the VF's link up; when the
+    host lets it up again, the guest's setting applies (issue 20)."""
+    host = netns("vsr-vfl")
+    host_switch(host, 1)
+    g = guest_factory("vflink", netns=host.name, qemu_args=vpf_args(1))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 1)
+    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    g.check(f"ip link set {vf_dev} up")
+    carrier = f"cat /sys/class/net/{vf_dev}/carrier"
+    g.wait_until(f"{carrier} | grep -qx 1", timeout=30)
+    g.qmp.execute("set_link", {"name": "b0", "up": False})
+    g.wait_until(f"{carrier} | grep -qx 0", timeout=30)
+    for state in ("enable", "auto"):
+        g.check(f"ip link set {dev} vf 0 state {state}")
+        assert g.check(carrier).strip() == "0", state
+    g.check(f"ip link set {dev} vf 0 state disable")
+    g.qmp.execute("set_link", {"name": "b0", "up": True})
+    # (set_link on a backend sets its NIC's link too: the guest's
+    # disable applies again with its next change)
+    g.check(f"ip link set {dev} vf 0 state enable")
+    g.wait_until(f"{carrier} | grep -qx 1", timeout=30)
+    g.check(f"ip link set {dev} vf 0 state disable")
+    g.wait_until(f"{carrier} | grep -qx 0", timeout=30)
