@@ -207,17 +207,6 @@ class Guest(GuestBase):
             self.agent = AgentConnection(
                 self._accept(self.agent_listener, "agent", deadline), self.name)
 
-    def restart(self, boot_timeout=180):
-        """Stop the guest and boot it again, keeping the logs of the boot
-        before as *.before-restart; for a guest that stopped answering."""
-        self.stop()
-        for log in (self.console_log, self.qemu_log):
-            if os.path.exists(log):
-                shutil.copy(log, log + ".before-restart")
-        self.sockdir = tempfile.mkdtemp(prefix=f"vsr-{self.name[:8]}-", dir="/tmp")
-        self.proc = self.qmp = self.agent = self.agent_listener = None
-        return self.start(boot_timeout)
-
     def vcpu_report(self):
         """Where each vCPU is (RIP, halted or not), from QEMU's monitor:
         tells a guest stuck in a loop from one idle and never woken."""

@@ -24,11 +24,9 @@ file order; each leaves the pods as it found them."""
 import re
 import shlex
 import statistics
-import warnings
 
 import pytest
 
-from harness.agent import AgentNoAnswer
 from harness.e2e import (System, daemon_binary, drop_count, port_stats, qos_drops,
                          start_daemon, stop_daemon, vf_port)
 
@@ -48,18 +46,7 @@ FORGED_MAC = "02:00:00:00:0a:99"
 @pytest.fixture(scope="module")
 def system(l1host):
     s = System(l1host)
-    try:
-        s.start_host()
-    except AgentNoAnswer as e:
-        # Once (CI of 86db72f) a Level 1 just booted answered nothing, not
-        # even its agent's own timeout, from its first command on (a stock
-        # modprobe, before any of our code ran there); no CI rehearsal
-        # before did, nor six boots in a loop after (the same first commands
-        # answered in 0.3 s).  Report it, and boot Level 1 once more.
-        warnings.warn(f"Level 1 stopped answering during set-up; booted again: {e}")
-        l1host.restart(boot_timeout=300)
-        s = System(l1host)
-        s.start_host()
+    s.start_host()
     try:
         s.start_vm()
         yield s
