@@ -58,6 +58,28 @@ def vf_summary(vf):
     }
 
 
+def one_vf_guest(netns, guest_factory, name):
+    """A patched guest with one VF enabled: (guest, PF address, PF netdev,
+    VF netdev)."""
+    host = netns(f"vsr-{name[:5]}")
+    host_switch(host, 1)
+    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(1))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 1)
+    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    return g, pf, dev, vf_dev
+
+
+def rebind_vf0(g, pf, mac):
+    """Bind VF 0's driver again; it takes the MAC its device has: @mac."""
+    vdev = g.check(f"basename $(ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*)").strip()
+    g.check(f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/unbind && "
+            f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/bind")
+    g.wait_until(f"grep -qx {mac} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
+                 timeout=30)
+
+
 def test_vf_control_through_pf(netns, guest_factory):
     host = netns("vsr-vfc")
     host_switch(host, 2)
@@ -87,11 +109,7 @@ def test_vf_control_through_pf(netns, guest_factory):
     # it binds (as with other NICs' VFs).  A bound driver keeps the one it
     # has until then (adopting it at once awaits VIRTIO_NET_F_ADMIN_MAC,
     # docs/vf-config-channel.md).
-    vdev = g.check(f"basename $(ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*)").strip()
-    g.check(f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/unbind && "
-            f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/bind")
-    g.wait_until(f"grep -qx {VF_MAC} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
-                 timeout=30)
+    rebind_vf0(g, pf, VF_MAC)
 
     # QMP says the same.
     q0, q1 = qmp_vfs(g)
@@ -171,13 +189,7 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
     interface goes down and up all along; every command completes, the
     guest answers, the VF's driver takes the last MAC when it binds again,
     and the PF's administration virtqueue reported no error."""
-    host = netns("vsr-vfd")
-    host_switch(host, 1)
-    g = guest_factory("vfdown", netns=host.name, qemu_args=vpf_args(1))
-    pf = g.check(FIND_PF).strip()
-    dev = pf_netdev(g, pf)
-    enable_vfs(g, pf, 1)
-    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vfdown")
     g.check(f"(for i in $(seq 200); do ip link set {vf_dev} down; ip link set {vf_dev} up; "
             f"done; echo done) > /tmp/flap.out 2>&1 &")
     macs = g.check(f"for i in $(seq 200); do m=$(printf '02:00:00:00:%02x:%02x' "
@@ -188,11 +200,7 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
     last = macs[-1]
     assert f"link/ether {last}" in g.check(f"ip link show {dev} | grep 'vf 0 '")
     assert qmp_vfs(g)[0]["mac"] == last
-    vdev = g.check(f"basename $(ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*)").strip()
-    g.check(f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/unbind && "
-            f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/bind")
-    g.wait_until(f"grep -qx {last} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
-                 timeout=30)
+    rebind_vf0(g, pf, last)
     assert "admin command error" not in g.check("dmesg")
 
 
@@ -200,13 +208,7 @@ def test_guest_cannot_lift_the_hosts_link_down(netns, guest_factory):
     """The host holds a VF's backend link down (QMP set_link): the guest's
     `vf 0 state enable` (or auto) does not bring the VF's link up; when the
     host lets it up again, the guest's setting applies (issue 20)."""
-    host = netns("vsr-vfl")
-    host_switch(host, 1)
-    g = guest_factory("vflink", netns=host.name, qemu_args=vpf_args(1))
-    pf = g.check(FIND_PF).strip()
-    dev = pf_netdev(g, pf)
-    enable_vfs(g, pf, 1)
-    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vflink")
     g.check(f"ip link set {vf_dev} up")
     carrier = f"cat /sys/class/net/{vf_dev}/carrier"
     g.wait_until(f"{carrier} | grep -qx 1", timeout=30)
