@@ -29,6 +29,8 @@
 #include "qemu/iov.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "migration/vmstate.h"
+#include "system/runstate.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pcie_sriov.h"
 #include "hw/virtio/virtio.h"
@@ -62,6 +64,7 @@ struct VsriovAdmin {
     uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
+    VMChangeStateEntry *vm_state;
 };
 
 /* Per group type, the commands it takes (all below opcode 64). */
@@ -523,6 +526,77 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
     member_cfg_cap(a->vpf, &a->driver_cap);
 }
 
+/*
+ * Commands the driver queued while the VM stopped, e.g. the last ones on a
+ * migration's source, run when it runs (on the destination).
+ */
+static void admin_vm_state(void *opaque, bool running, RunState state)
+{
+    VsriovAdmin *a = opaque;
+
+    if (running) {
+        qemu_bh_schedule(a->bh);
+    }
+}
+
+/*
+ * Migration: what LIST_USE and DRIVER_CAP_SET set (the queue itself is the
+ * device's: qemu-patches/0012).  A command that waits for the provider
+ * cannot move: its answer would come to the source.
+ */
+static bool admin_pre_save(void *opaque, Error **errp)
+{
+    VsriovAdmin *a = opaque;
+
+    if (a->cur) {
+        error_setg(errp, "virtual SR-IOV PF '%s': an administration command "
+                   "waits for its pool's provider", DEVICE(a->vpf->pf)->id);
+        error_append_hint(errp, "Migrate again once it has completed.\n");
+        return false;
+    }
+    return true;
+}
+
+static bool admin_post_load(void *opaque, int version_id, Error **errp)
+{
+    VsriovAdmin *a = opaque;
+    struct vsriov_net_member_cfg_cap dev;
+    const struct vsriov_net_member_cfg_cap *drv = &a->driver_cap;
+
+    member_cfg_cap(a->vpf, &dev);
+    for (int g = 0; g < GROUPS; g++) {
+        if (a->used[g] & ~supported[g]) {
+            error_setg(errp, "virtual SR-IOV PF '%s': incoming commands in "
+                       "use 0x%" PRIx64 " for group type %d, of 0x%" PRIx64,
+                       DEVICE(a->vpf->pf)->id, a->used[g], g, supported[g]);
+            return false;
+        }
+    }
+    if ((drv->supported_fields & ~dev.supported_fields) ||
+        (drv->vlan_protos & ~dev.vlan_protos) ||
+        le32_to_cpu(drv->max_tx_rate) > le32_to_cpu(dev.max_tx_rate)) {
+        error_setg(errp, "virtual SR-IOV PF '%s': the incoming driver "
+                   "capability exceeds what this device offers (a different "
+                   "speed?)", DEVICE(a->vpf->pf)->id);
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_admin = {
+    .name = "vsriov-admin",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save_errp = admin_pre_save,
+    .post_load_errp = admin_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64_ARRAY(used, VsriovAdmin, GROUPS),
+        VMSTATE_BUFFER_UNSAFE(driver_cap, VsriovAdmin, 0,
+                              sizeof(struct vsriov_net_member_cfg_cap)),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 void vsriov_admin_init(VsriovPF *vpf)
 {
     VsriovAdmin *a = g_new0(VsriovAdmin, 1);
@@ -534,6 +608,8 @@ void vsriov_admin_init(VsriovPF *vpf)
     a->vq = virtio_add_admin_queue(a->vdev, AVQ_SIZE, admin_handle,
                                    admin_reset);
     admin_reset(a->vdev, a->vq);
+    a->vm_state = qemu_add_vm_change_state_handler(admin_vm_state, a);
+    vmstate_register(VMSTATE_IF(vpf->pf), 0, &vmstate_vsriov_admin, a);
 }
 
 void vsriov_admin_exit(VsriovPF *vpf)
@@ -543,6 +619,8 @@ void vsriov_admin_exit(VsriovPF *vpf)
     if (!a) {
         return;
     }
+    vmstate_unregister(VMSTATE_IF(vpf->pf), &vmstate_vsriov_admin, a);
+    qemu_del_vm_change_state_handler(a->vm_state);
     admin_reset(a->vdev, a->vq);
     virtio_delete_queue(a->vq);
     virtio_clear_feature(&a->vdev->host_features, VIRTIO_F_ADMIN_VQ);

@@ -1455,6 +1455,18 @@ static bool daemon_can_be_deleted(UserCreatable *uc)
            USER_CREATABLE_CLASS(parent_class)->can_be_deleted(uc);
 }
 
+/*
+ * Its VFs' flows are the daemon's on this host: moving them with the VM
+ * needs the destination's daemon to take them over, which is not built.
+ */
+static bool daemon_can_migrate(VsriovPool *pool, Error **errp)
+{
+    error_setg(errp, "the VFs of a vsriov-daemon-pool cannot be migrated "
+               "yet: the destination's daemon does not take over their "
+               "configuration and flows");
+    return false;
+}
+
 static void daemon_pool_class_init(ObjectClass *oc, const void *data)
 {
     UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
@@ -1471,6 +1483,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->backend_config = daemon_backend_config;
     pc->backend_mac = daemon_backend_mac;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
+    pc->can_migrate = daemon_can_migrate;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",

@@ -392,6 +392,29 @@ void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret)
                             VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, status);
 }
 
+/*
+ * After an incoming migration: the configuration the guest set goes to
+ * this host's provider, whose datapath knows nothing of it, and each
+ * enabled VF's link is as it says.
+ */
+void vsriov_vfcfg_post_load(VsriovPF *vpf)
+{
+    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        vpf->vfcfg_gen[i]++;
+        vpf->vfcfg_unsure[i] = false;
+        if (vpf->vfcfg[i].mac_set) {
+            /* (its virtio-net state brought the MAC; this is QEMU's note) */
+            memcpy(vf_net(vpf, i)->nic_conf.macaddr.a, vpf->vfcfg[i].mac,
+                   ETH_ALEN);
+        }
+        if (i < vpf->enabled_vfs) {
+            vpf->vfcfg_unsure[i] = true;    /* all of it */
+            vf_configure(vpf, i, &vpf->vfcfg[i], NULL, NULL);
+            vf_apply_link(vpf, i);
+        }
+    }
+}
+
 /* Back to the defaults, as when the VF was first enabled. */
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
 {

@@ -53,6 +53,7 @@
 #include "block/aio.h"
 #include "system/memory.h"
 #include "migration/blocker.h"
+#include "migration/vmstate.h"
 #include "vsriov.h"
 #include "vfcfg.h"
 #include "trace.h"
@@ -805,6 +806,147 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
     }
 }
 
+/*
+ * Migration.  The VFs are devices of their own and migrate as such (their
+ * PCI config, their virtio-net state); the PF's SR-IOV capability, VF
+ * Enable included, with the PF, which is loaded first (it is realized
+ * before its VFs): its post_load enables the VFs before they load.  What
+ * is the virtual PF's own is the configuration the guest set, which the
+ * destination's provider gets again, since its datapath knows nothing of
+ * it.  The destination has its own pool of the same shape.
+ */
+static bool vpf_can_migrate(VsriovPF *vpf, Error **errp)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    const char *pool = object_get_canonical_path_component(OBJECT(vpf->pool));
+
+    if (vpf->pool->lazy) {
+        error_setg(errp, "virtual SR-IOV PF '%s' cannot be migrated: its "
+                   "pool '%s' is lazy (lazy=on), and the destination does "
+                   "not claim backends for the VFs the guest enabled yet",
+                   DEVICE(vpf->pf)->id, pool);
+        return false;
+    }
+    if (pc->can_migrate && !pc->can_migrate(vpf->pool, errp)) {
+        error_prepend(errp, "virtual SR-IOV PF '%s' cannot be migrated: "
+                      "pool '%s': ", DEVICE(vpf->pf)->id, pool);
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_vf_config = {
+    .name = "vsriov-vf-config",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(mac, VsriovVFConfig, 6),
+        VMSTATE_BOOL(mac_set, VsriovVFConfig),
+        VMSTATE_UINT16(vlan, VsriovVFConfig),
+        VMSTATE_UINT8(qos, VsriovVFConfig),
+        VMSTATE_UINT16(vlan_proto, VsriovVFConfig),
+        VMSTATE_UINT8(spoofchk, VsriovVFConfig),
+        VMSTATE_UINT8(trust, VsriovVFConfig),
+        VMSTATE_UINT8(link_state, VsriovVFConfig),
+        VMSTATE_UINT32(min_tx_rate, VsriovVFConfig),
+        VMSTATE_UINT32(max_tx_rate, VsriovVFConfig),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+/*
+ * The PF's shape, sent when the migration starts: a destination whose
+ * pool cannot give as many VFs fails it then, while the source still
+ * runs, not after the source stopped.
+ */
+static int vpf_pre_save_shape(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    vpf->incoming_num_vfs = vpf->num_vfs;
+    return 0;
+}
+
+static bool vpf_post_load_shape(void *opaque, int version_id, Error **errp)
+{
+    VsriovPF *vpf = opaque;
+
+    if (vpf->incoming_num_vfs != vpf->num_vfs) {
+        error_setg(errp, "virtual SR-IOV PF '%s' has %u VF(s) from pool "
+                   "'%s' where the source's has %u",
+                   DEVICE(vpf->pf)->id, vpf->num_vfs,
+                   object_get_canonical_path_component(OBJECT(vpf->pool)),
+                   vpf->incoming_num_vfs);
+        error_append_hint(errp, "The destination needs a pool of the same "
+                          "shape (as many backends, or sriov-totalvfs).\n");
+        return false;
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_pf_shape = {
+    .name = "vsriov-pf-shape",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .early_setup = true,
+    .pre_save = vpf_pre_save_shape,
+    .post_load_errp = vpf_post_load_shape,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16(incoming_num_vfs, VsriovPF),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
+static bool vpf_pre_save(void *opaque, Error **errp)
+{
+    VsriovPF *vpf = opaque;
+
+    if (vpf->vfcfg_busy || !QLIST_EMPTY(&vpf->vfcfg_ops) || vpf->claim ||
+        vpf_wanted(vpf)) {
+        error_setg(errp, "virtual SR-IOV PF '%s': a VF configuration or VF "
+                   "Enable waits for its pool's provider",
+                   DEVICE(vpf->pf)->id);
+        error_append_hint(errp, "Migrate again once it has completed.\n");
+        return false;
+    }
+    return true;
+}
+
+static bool vpf_post_load(void *opaque, int version_id, Error **errp)
+{
+    VsriovPF *vpf = opaque;
+
+    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        if (vsriov_vfcfg_check(vpf, &vpf->vfcfg[i])) {
+            error_setg(errp, "virtual SR-IOV PF '%s': the incoming "
+                       "configuration of VF %u is not one it can have here",
+                       DEVICE(vpf->pf)->id, i);
+            return false;
+        }
+    }
+    /* (the PF, loaded before, enabled them: no reset, no event) */
+    vpf->enabled_vfs = vsriov_pf_enabled_vfs(vpf);
+    vsriov_vfcfg_post_load(vpf);
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_pf = {
+    .name = "vsriov-pf",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save_errp = vpf_pre_save,
+    .post_load_errp = vpf_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16_EQUAL(num_vfs, VsriovPF,
+                             "the destination's PF must have as many VFs "
+                             "(TotalVFs) as the source's"),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(vfcfg, VsriovPF, num_vfs,
+                                             vmstate_vsriov_vf_config,
+                                             VsriovVFConfig),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp)
 {
@@ -928,15 +1070,15 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
 
-    error_setg(&vpf->migration_blocker,
-               "virtual SR-IOV PF '%s' cannot be migrated: its VFs' "
-               "backends belong to this host", id);
-    if (migrate_add_blocker(&vpf->migration_blocker, errp) < 0) {
+    if (!vpf_can_migrate(vpf, &vpf->migration_blocker) &&
+        migrate_add_blocker(&vpf->migration_blocker, errp) < 0) {
         vsriov_vfcfg_exit(vpf);
         pcie_sriov_pf_exit(pf);
         pf->exp.sriov_cap = 0;
         goto fail;
     }
+    vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf_shape, vpf);
+    vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf, vpf);
 
     vpf->parent_config_write = pf->config_write;
     pf->config_write = vpf_config_write;
@@ -995,6 +1137,8 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->claim = NULL;
     vpf->want_vfs = vpf->prepare_vfs = 0;
     migrate_del_blocker(&vpf->migration_blocker);
+    vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf, vpf);
+    vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf_shape, vpf);
     pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {
         qemu_bh_delete(vpf->reset_bh);

@@ -135,6 +135,12 @@ struct VsriovPoolClass {
      * with g_free().
      */
     char *(*unusable)(VsriovPool *pool);
+    /*
+     * Optional: false, with the reason in @errp, if a VM whose PFs take
+     * backends from the pool cannot be migrated (without it: it can; the
+     * destination has a pool of its own, of the same shape).
+     */
+    bool (*can_migrate)(VsriovPool *pool, Error **errp);
 };
 
 typedef struct VsriovPoolEntry {
@@ -190,6 +196,7 @@ typedef struct VsriovPF {
     bool vfcfg_prepare;     /* ... and it is PREPARE_VFS */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
     Error *migration_blocker;
+    uint16_t incoming_num_vfs;  /* the migration source's num_vfs */
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
 } VsriovPF;
@@ -239,6 +246,7 @@ void vsriov_vfcfg_exit(VsriovPF *vpf);
 bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
 void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret);
+void vsriov_vfcfg_post_load(VsriovPF *vpf);
 /*
  * A VF configuration change asked by the guest completed: 0, or the
  * provider's negative errno, -EIO (the VF's backend took no MAC) or

@@ -59,12 +59,16 @@ class GuestBase:
             time.sleep(interval)
 
 
+class MigrationFailed(AgentError):
+    """A live migration failed, timed out, or its destination did not run."""
+
+
 class Guest(GuestBase):
     """A TCG guest run by our QEMU on this machine (Level 0)."""
 
     def __init__(self, name, artifacts, *, qemu_args=(), memory="1G", smp=1,
                  kernel=None, initrd=None, append="", netns=None, qemu=None,
-                 no_reboot=True, machine="q35", shares=None):
+                 no_reboot=True, machine="q35", shares=None, incoming=False):
         self.name = name
         self.artifacts = artifacts
         os.makedirs(artifacts, exist_ok=True)
@@ -81,6 +85,9 @@ class Guest(GuestBase):
         # {mount tag: host folder}, read-only 9p shares; in the guest:
         # mount -t 9p -o trans=virtio TAG /somewhere
         self.shares = dict(shares or {})
+        # A migration's destination: QEMU waits (-incoming defer) for
+        # migrate_from(); no boot of its own.
+        self.incoming = incoming
         # Unix socket paths must stay short; logs go to the artifacts folder.
         self.sockdir = tempfile.mkdtemp(prefix=f"vsr-{name[:8]}-", dir="/tmp")
         self.console_log = os.path.join(artifacts, f"{name}-console.log")
@@ -111,6 +118,8 @@ class Guest(GuestBase):
                          f"vsriov.hostname={self.name} {self.append}").strip()]
         if self.no_reboot:
             a.append("-no-reboot")
+        if self.incoming:
+            a += ["-incoming", "defer"]
         for tag, path in self.shares.items():
             a += ["-virtfs", f"local,path={path},mount_tag={tag},security_model=none,readonly=on"]
         a += self.qemu_args
@@ -153,7 +162,8 @@ class Guest(GuestBase):
             self.qmp = QMP(self._accept(qmp_l, "QMP", deadline), self.name)
             self.agent = AgentConnection(self._accept(agent_l, "agent", deadline), self.name)
             self.qmp.handshake()
-            self.wait_agent(boot_timeout)
+            if not self.incoming:
+                self.wait_agent(boot_timeout)
         except BaseException:
             self.stop()
             raise
@@ -206,6 +216,37 @@ class Guest(GuestBase):
             self.agent.close()
             self.agent = AgentConnection(
                 self._accept(self.agent_listener, "agent", deadline), self.name)
+
+    def migrate_to(self, dest, timeout=300, cap=None):
+        """Live-migrate this guest to dest, a Guest(incoming=True) already
+        started, over a Unix socket.  Returns the source's last
+        query-migrate answer once the migration completed and the
+        destination runs; raises MigrationFailed (with QEMU's error and
+        both logs) if it failed.  cap: {capability: bool} set on both."""
+        uri = f"unix:{dest.sockdir}/migrate.sock"
+        if cap:
+            caps = [{"capability": k, "state": v} for k, v in cap.items()]
+            for g in (self, dest):
+                g.qmp.execute("migrate-set-capabilities", {"capabilities": caps})
+        dest.qmp.execute("migrate-incoming", {"uri": uri})
+        self.qmp.execute("migrate", {"uri": uri})
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.qmp.execute("query-migrate")
+            if st.get("status") == "completed":
+                break
+            if st.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
+                raise MigrationFailed(
+                    f"[{self.name}] migration to {dest.name}: {st}\n"
+                    f"--- source qemu log\n{tail(self.qemu_log)}"
+                    f"--- destination qemu log\n{tail(dest.qemu_log)}")
+            time.sleep(0.05)
+        while dest.qmp.execute("query-status")["status"] != "running":
+            if time.monotonic() > deadline or dest.proc.poll() is not None:
+                raise MigrationFailed(f"[{dest.name}] did not run after the migration\n"
+                                      f"--- qemu log\n{tail(dest.qemu_log)}")
+            time.sleep(0.05)
+        return st
 
     def vcpu_report(self):
         """Where each vCPU is (RIP, halted or not), from QEMU's monitor:

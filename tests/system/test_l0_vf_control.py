@@ -23,9 +23,9 @@ pytestmark = pytest.mark.slow
 VF_MAC = "02:00:00:00:00:10"
 
 
-def vpf_args(n):
+def vpf_args(n, taps="t"):
     """The tap pool of test_l0_vpf, with a link speed for the rate checks."""
-    return vpf_tap_args(n, ",speed=10000,duplex=full")
+    return vpf_tap_args(n, ",speed=10000,duplex=full", taps)
 
 
 def pf_netdev(g, pf):

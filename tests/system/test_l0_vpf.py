@@ -14,19 +14,24 @@ pytestmark = pytest.mark.slow
 NUM_VFS = 4
 
 
-def vpf_tap_args(n, pf_opts=""):
+def vpf_tap_args(n, pf_opts="", taps="t"):
+    """A PF on tap pfnet (<taps>pf) with a pool of n taps <taps>vf0...;
+    a second QEMU on the same host switch (a migration's destination)
+    takes taps of its own."""
     args = ["-device", "pcie-root-port,id=rp0,chassis=1",
-            "-netdev", "tap,id=pfnet,ifname=tpf,script=no,downscript=no"]
+            "-netdev", f"tap,id=pfnet,ifname={taps}pf,script=no,downscript=no"]
     for i in range(n):
-        args += ["-netdev", f"tap,id=b{i},ifname=tvf{i},script=no,downscript=no"]
+        args += ["-netdev", f"tap,id=b{i},ifname={taps}vf{i},script=no,downscript=no"]
     args += ["-object", "vsriov-pool,id=p0," + ",".join(f"netdevs=b{i}" for i in range(n)),
              "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0" + pf_opts]
     return args
 
 
-def host_switch(ns, n):
-    ns.run("ip link add br0 type bridge && ip link set br0 up")
-    for t in ["tpf"] + [f"tvf{i}" for i in range(n)]:
+def host_switch(ns, n, taps="t"):
+    """Bridge br0 (made by the first call) with the taps of vpf_tap_args."""
+    ns.run("ip link show br0 >/dev/null 2>&1 || "
+           "{ ip link add br0 type bridge && ip link set br0 up; }")
+    for t in [f"{taps}pf"] + [f"{taps}vf{i}" for i in range(n)]:
         ns.run(f"ip tuntap add dev {t} mode tap && ip link set {t} master br0 && "
                f"ip link set {t} up")
 

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 0: live migration of a VM whose guest created VFs (issue 18).
+
+Two QEMUs on this machine, each with its own tap pool of the same shape on
+one host switch.  The guest enables two VFs, configures them through the
+PF (the administration virtqueue), and puts them into two pods that ping
+each other while the VM migrates: the pings go on (what was lost is
+counted and printed), and on the destination the VF configuration the
+guest reads back and QMP's query-vsriov are what the guest set; the
+administration virtqueue takes new commands there.  A destination whose
+pool is too small fails the migration while the source runs, with a
+sentence that names the pool, and the source keeps working."""
+import re
+
+import pytest
+
+from harness.vm import Guest, MigrationFailed
+from system.guest_net import FIND_PF, enable_vfs, vf_into_netns
+from system.test_l0_vf_control import (guest_vfs, pf_netdev, qmp_vfs, rebind_vf0,
+                                       vf_summary, vpf_args)
+from system.test_l0_vpf import host_switch
+
+pytestmark = pytest.mark.slow
+
+VF0_MAC = "02:00:00:00:18:01"
+PINGS = 300             # at 0.1 s: 30 s, the migration in the middle
+
+
+def configured_vpf(netns, guest_factory, name):
+    """A guest with two VFs configured through the PF and in two pods that
+    reach each other: (host netns, guest, PF address, PF netdev)."""
+    host = netns(f"vsr-{name[:5]}")
+    host_switch(host, 2)
+    host_switch(host, 2, taps="d")      # the destination's
+    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(2))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 2)
+    g.check(f"ip link set {dev} vf 0 mac {VF0_MAC} vlan 100 qos 3 trust on "
+            f"max_tx_rate 1000")
+    g.check(f"ip link set {dev} vf 1 spoofchk off state enable min_tx_rate 10")
+    rebind_vf0(g, pf, VF0_MAC)
+    vf_into_netns(g, pf, 0, "a", "10.18.0.1/24")
+    vf_into_netns(g, pf, 1, "b", "10.18.0.2/24")
+    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
+                 "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
+    assert " 0% packet loss" in g.check("ip netns exec a ping -c 2 -W 5 10.18.0.2", timeout=30)
+    return host, g, pf, dev
+
+
+def destination(g, host, n=2):
+    return Guest(g.name + "-dst", g.artifacts, netns=host.name, incoming=True,
+                 qemu_args=vpf_args(n, taps="d"))
+
+
+def test_migrate_with_pods_pinging(netns, guest_factory):
+    host, src, pf, dev = configured_vpf(netns, guest_factory, "migr")
+    before_vfs = [vf_summary(vf) for vf in guest_vfs(src, dev)]
+    before_qmp = [(vf["mac"], vf["config"]) for vf in qmp_vfs(src)]
+
+    # busybox ping: one "seq=N" line per reply
+    src.check(f"(ip netns exec a ping -i 0.1 -c {PINGS} -W 1 10.18.0.2 "
+              f"> /tmp/ping.log 2>&1; echo done >> /tmp/ping.log) &")
+    src.wait_until("grep -q seq=3 /tmp/ping.log", timeout=30)
+    with destination(src, host) as dst:
+        st = src.migrate_to(dst)
+        print(f"migration: total {st.get('total-time')} ms, "
+              f"downtime {st.get('downtime')} ms")
+        # The source QEMU is paused for good; its guest is the destination's.
+        assert src.qmp.execute("query-status")["status"] == "postmigrate"
+
+        dst.wait_until("grep -q done /tmp/ping.log", timeout=120)
+        log = dst.check("cat /tmp/ping.log")
+        seqs = sorted({int(s) for s in re.findall(r"seq=(\d+)", log)})
+        lost = PINGS - len(seqs)
+        print(f"pings: {len(seqs)} of {PINGS} answered, {lost} lost")
+        # answered before, and on to the last ones, after the switch-over
+        assert seqs and seqs[0] < 10 and seqs[-1] >= PINGS - 5, log
+        assert lost < PINGS // 2, log
+
+        # What the guest set is what it reads back, and what QMP reports.
+        assert [vf_summary(vf) for vf in guest_vfs(dst, dev)] == before_vfs
+        assert [(vf["mac"], vf["config"]) for vf in qmp_vfs(dst)] == before_qmp
+        assert [vf["state"] for vf in qmp_vfs(dst)] == ["enabled", "enabled"]
+
+        # The administration virtqueue goes on where it was.
+        dst.check(f"ip link set {dev} vf 1 vlan 200")
+        assert qmp_vfs(dst)[1]["config"]["vlan"] == 200
+        assert guest_vfs(dst, dev)[1]["vlan_list"][0]["vlan"] == 200
+        assert " 0% packet loss" in dst.check("ip netns exec b ping -c 3 -W 5 10.18.0.1",
+                                              timeout=30)
+
+        # Disabling and enabling VFs works on the destination.
+        dst.check("ip netns del a && ip netns del b")
+        enable_vfs(dst, pf, 0)
+        assert [vf["state"] for vf in qmp_vfs(dst)] == ["disabled", "disabled"]
+        enable_vfs(dst, pf, 2)
+        assert [vf["config"]["vlan"] for vf in qmp_vfs(dst)] == [0, 0]
+
+
+def test_migration_to_a_smaller_pool_fails_early(netns, guest_factory):
+    host, src, pf, dev = configured_vpf(netns, guest_factory, "migsm")
+    with destination(src, host, n=1) as dst:
+        with pytest.raises(MigrationFailed):
+            src.migrate_to(dst, timeout=120)
+        dst.proc.wait(30)
+        log = open(dst.qemu_log).read()
+        assert ("virtual SR-IOV PF 'pf0' has 1 VF(s) from pool 'p0' where the "
+                "source's has 2") in log, log
+    # The source never stopped, and its VFs work as before.
+    assert src.qmp.execute("query-status")["status"] == "running"
+    assert " 0% packet loss" in src.check("ip netns exec a ping -c 3 -W 5 10.18.0.2",
+                                          timeout=30)
+    assert qmp_vfs(src)[0]["config"]["vlan"] == 100
+    src.check(f"ip link set {dev} vf 1 vlan 300")
+    assert qmp_vfs(src)[1]["config"]["vlan"] == 300
+
+
+def test_migration_blocker_names_the_lazy_pool(netns, guest_factory, tmp_path):
+    """A lazy pool keeps the blocker, with a sentence that says why."""
+    host = netns("vsr-mlz")
+    host_switch(host, 1)
+    args = vpf_args(1)
+    args[args.index("vsriov-pool,id=p0,netdevs=b0")] = "vsriov-pool,id=p0,netdevs=b0,lazy=on"
+    g = guest_factory("miglazy", netns=host.name, qemu_args=args)
+    dst = Guest("miglazy-dst", g.artifacts, netns=host.name, incoming=True,
+                qemu_args=vpf_args(1, taps="d"))
+    host_switch(host, 1, taps="d")
+    with dst:
+        with pytest.raises(Exception) as e:
+            g.migrate_to(dst, timeout=60)
+    assert "pool 'p0' is lazy" in str(e.value), str(e.value)
+    assert g.qmp.execute("query-status")["status"] == "running"
