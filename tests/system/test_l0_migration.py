@@ -10,7 +10,10 @@ guest reads back and QMP's query-vsriov are what the guest set; the
 administration virtqueue takes new commands there.  A destination whose
 pool is too small fails the migration while the source runs, with a
 sentence that names the pool, and the source keeps working."""
+import os
 import re
+import signal
+import time
 
 import pytest
 
@@ -131,3 +134,56 @@ def test_migration_blocker_names_the_lazy_pool(netns, guest_factory, tmp_path):
             g.migrate_to(dst, timeout=60)
     assert "pool 'p0' is lazy" in str(e.value), str(e.value)
     assert g.qmp.execute("query-status")["status"] == "running"
+
+
+def slow_migration(src, dst):
+    """Start a migration of src to dst at 200 KB/s (a minute or more for
+    this guest) and wait until it is under way."""
+    uri = f"unix:{dst.sockdir}/migrate.sock"
+    src.qmp.execute("migrate-set-parameters", {"max-bandwidth": 200 * 1024})
+    dst.qmp.execute("migrate-incoming", {"uri": uri})
+    src.qmp.execute("migrate", {"uri": uri})
+    deadline = time.monotonic() + 60
+    while src.qmp.execute("query-migrate").get("ram", {}).get("transferred", 0) < 100 * 1024:
+        assert src.qmp.execute("query-migrate")["status"] in ("setup", "active")
+        assert time.monotonic() < deadline, "the migration did not get under way"
+        time.sleep(0.05)
+
+
+def wait_migration(src, states, timeout=60):
+    deadline = time.monotonic() + timeout
+    while (st := src.qmp.execute("query-migrate"))["status"] not in states:
+        assert time.monotonic() < deadline, st
+        time.sleep(0.05)
+    return st
+
+
+@pytest.mark.parametrize("how", ["cancel", "destination-killed"])
+def test_failed_migration_leaves_the_source_as_it_was(netns, guest_factory, how):
+    host, src, pf, dev = configured_vpf(netns, guest_factory, "migf" + how[0])
+    before_qmp = [(vf["mac"], vf["config"]) for vf in qmp_vfs(src)]
+    before_pools = src.qmp.execute("query-vsriov-pools")
+    with destination(src, host) as dst:
+        slow_migration(src, dst)
+        if how == "cancel":
+            src.qmp.execute("migrate_cancel")
+            st = wait_migration(src, ("cancelled",))
+        else:
+            os.killpg(dst.proc.pid, signal.SIGKILL)
+            st = wait_migration(src, ("failed",))
+        print(f"{how}: {st['status']}")
+    # The source runs on with its VFs, their configuration and its pool.
+    assert src.qmp.execute("query-status")["status"] == "running"
+    assert [(vf["mac"], vf["config"]) for vf in qmp_vfs(src)] == before_qmp
+    assert src.qmp.execute("query-vsriov-pools") == before_pools
+    assert " 0% packet loss" in src.check("ip netns exec a ping -c 3 -W 5 10.18.0.2",
+                                          timeout=30)
+    src.check(f"ip link set {dev} vf 1 vlan 300")
+    assert qmp_vfs(src)[1]["config"]["vlan"] == 300
+    # And it can still go: a second destination takes it.
+    src.qmp.execute("migrate-set-parameters", {"max-bandwidth": 128 << 20})
+    with destination(src, host) as dst2:
+        src.migrate_to(dst2)
+        assert qmp_vfs(dst2)[1]["config"]["vlan"] == 300
+        assert " 0% packet loss" in dst2.check("ip netns exec a ping -c 3 -W 5 10.18.0.2",
+                                               timeout=30)
