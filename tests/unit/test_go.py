@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Go code of this repository: `go vet` and `go test` (the virtio-aware
 sysfs resolution that sriov-cni-patch/ adds to SR-IOV CNI), and gofmt; the
-CNI flow program of tests/cni-flow and the traffic tool of tests/traffic are
-gofmt/vet clean and build."""
+CNI flow program of tests/cni-flow, the kubelet stub of tests/kubelet-stub
+and the traffic tool of tests/traffic are gofmt/vet clean and build."""
 import os
 import subprocess
 
@@ -12,6 +12,7 @@ from harness import paths
 
 MODULE = os.path.join(paths.SRC, "sriov-cni-patch")
 MODULES = [MODULE, os.path.join(paths.SRC, "tests", "cni-flow"),
+           os.path.join(paths.SRC, "tests", "kubelet-stub"),
            os.path.join(paths.SRC, "tests", "traffic")]
 ENV = dict(os.environ, GOFLAGS="-mod=mod", CGO_ENABLED="0",
            GOCACHE=os.path.join(paths.CACHE, "go-build"))
