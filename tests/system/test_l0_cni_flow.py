@@ -7,7 +7,13 @@ calls on top of sriov-cni-patch's sysfs resolution: each of two VFs is
 given a MAC and VLAN 100 through the PF, moved into a "pod" netns, renamed
 net1, addressed; the pods ping each other through the host switch; DEL
 moves each VF back with its original name and MAC and resets it through
-the PF.  QMP shows the VF configuration at each step."""
+the PF.  QMP shows the VF configuration at each step.
+
+test_l0_k8s_plugins.py does the same with the real SR-IOV CNI; this test
+stays for tests/cni-flow itself, the stand-in that scripts/demo and the
+Level 2 end-to-end test use because they run from this repository alone
+(the upstream releases are not in any registry this project can reach),
+and it runs where the releases are absent."""
 import os
 
 import pytest
