@@ -45,6 +45,8 @@ PODS = {"a": (VFS[0], "02:00:00:00:01:01", "10.56.217.1/24"),
         "b": (VFS[1], "02:00:00:00:01:02", "10.56.217.2/24")}
 # Every guest block runs in the shell the recipe's "guest" block sets up.
 SESSION = "export PATH=/mnt/k8s:$PATH\n"
+# SR-IOV CNI's record of each VF in use: the pod's netns, while it has it.
+ALLOCATED = "/var/lib/cni/sriov/pci"
 LOGS = ["/tmp/sriovdp.log", "/tmp/kubelet-stub.log", "/tmp/sriov-cni.log",
         "/run/kubelet-stub/devices.json"]
 
@@ -221,6 +223,7 @@ def test_sriov_cni_pods_on_allocated_vfs(node):
         assert [f"{a['local']}/{a['prefixlen']}" for a in link["addr_info"]
                 if a["family"] == "inet"] == [ip], link
         assert g.run(f"ip link show {names[i]}").status != 0, f"{names[i]} still in the root netns"
+        assert g.check(f"cat {ALLOCATED}/{vf}").strip() == f"/run/netns/{pod}"
 
     # The MAC and VLAN set through the PF, as the guest and QEMU see them.
     vfs = guest_vfs(g, PF_NETDEV)
@@ -255,4 +258,5 @@ def test_sriov_cni_pods_on_allocated_vfs(node):
     q = qmp_vfs(g)
     assert [(vf["mac"], vf["config"]["vlan"], vf["config"]["spoof-check"]) for vf in q] \
         == [(m, 0, False) for m in macs], q
-    assert g.check("ls /var/lib/cni/sriov/pci/").strip() == ""
+    for vf in VFS:
+        assert g.run(f"test -e {ALLOCATED}/{vf}").status != 0, g.check(f"ls -R {ALLOCATED}")
