@@ -3,7 +3,7 @@
 // the Level 0 test that runs it in a guest (tests/system/test_l0_cni_flow.py).
 module github.com/vsriov/vsriov/tests/cni-flow
 
-go 1.19
+go 1.23.0
 
 require (
 	github.com/vishvananda/netlink v1.3.1
@@ -11,6 +11,6 @@ require (
 	github.com/vsriov/vsriov/sriov-cni-patch v0.0.0
 )
 
-require golang.org/x/sys v0.10.0 // indirect
+require golang.org/x/sys v0.32.0 // indirect
 
 replace github.com/vsriov/vsriov/sriov-cni-patch => ../../sriov-cni-patch

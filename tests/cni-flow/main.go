@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Command cni-flow does what sriov-cni does for a pod on ADD and DEL, with
-// the same netlink calls (github.com/vishvananda/netlink) and the sysfs
-// resolution of sriov-cni-patch/pkg/utils, so that the flow can be tested
-// in a guest without building upstream sriov-cni (which the Go proxy here
-// refuses).
+// the same netlink calls (github.com/vishvananda/netlink) and sysfs lookups
+// made as the patched sriov-cni makes them (sriov-cni-patch/pkg/utils), so
+// that the flow runs in guests without building upstream sriov-cni.
+// tests/system/test_l0_k8s_plugins.py runs the patched sriov-cni itself.
 //
 //	cni-flow add -vf 0000:01:00.1 -netns a -ifname net1 -mac M -vlan V -ip CIDR -state FILE
 //	cni-flow del -netns a -ifname net1 -state FILE
@@ -30,7 +30,10 @@ import (
 	"github.com/vsriov/vsriov/sriov-cni-patch/pkg/utils"
 )
 
-const sysBusPci = "/sys/bus/pci/devices"
+const (
+	sysBusPci = "/sys/bus/pci/devices"
+	netDir    = "/sys/class/net"
+)
 
 // state is what ADD leaves for DEL, as sriov-cni's OrigVfState.
 type state struct {
@@ -70,19 +73,15 @@ func inNetns(name string, f func() error) error {
 }
 
 func add(vfAddr, nsName, ifName, mac string, vlan int, cidr, stateFile string) error {
-	pfName, err := utils.PFNetdevOfVF(sysBusPci, vfAddr)
+	pfName, err := utils.PfName(sysBusPci, vfAddr)
 	if err != nil {
 		return err
 	}
-	pfAddr, err := utils.PFAddrOfVF(sysBusPci, vfAddr)
+	vfIndex, err := utils.VfIndex(netDir, pfName, vfAddr)
 	if err != nil {
 		return err
 	}
-	vfIndex, err := utils.VFIndex(sysBusPci, pfAddr, vfAddr)
-	if err != nil {
-		return err
-	}
-	hostIfName, err := utils.NetdevOfPCI(sysBusPci, vfAddr)
+	hostIfName, err := utils.VfLinkName(sysBusPci, vfAddr)
 	if err != nil {
 		return err
 	}

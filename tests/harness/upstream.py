@@ -32,9 +32,11 @@ def tarball(project):
 
 
 def series(project):
-    """The patch files of our series for project, in order."""
+    """The patch files of our series for project, in order (not the cover
+    letter, 0000-cover-letter.patch, which changes nothing)."""
     d = os.path.join(paths.SRC, RELEASES[project][1])
-    return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".patch"))
+    return sorted(os.path.join(d, f) for f in os.listdir(d)
+                  if f.endswith(".patch") and f != "0000-cover-letter.patch")
 
 
 def go_env():

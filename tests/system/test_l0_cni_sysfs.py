@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Level 0: the sysfs resolution of sriov-cni-patch/ (Go) against the live
+"""Level 0: the sysfs helpers of sriov-cni-patch/ (Go) against the live
 sysfs of a guest whose virtual PF has enabled two VFs: the same `go test`
-binary as the unit suite, built static, run inside the guest."""
+binary as the unit suite, built static, run inside the guest
+(live_test.go there walks the paths of sriov-cni's lookups)."""
 import os
 
 import pytest
@@ -35,6 +36,6 @@ def test_go_sysfs_resolution_on_live_guest(netns, guest_factory, artifacts):
     out = g.check(f"VSRIOV_LIVE_PF={pf} /mnt/gotest/utils.test -test.run TestLiveSysfs "
                   "-test.v", timeout=120)
     assert "--- PASS: TestLiveSysfs" in out, out
-    # The table-driven fake-tree tests pass in the guest as well.
+    # The series' Ginkgo specs on fake trees pass in the guest as well.
     out = g.check("/mnt/gotest/utils.test -test.v", timeout=120)
-    assert "--- PASS: TestNetdevOfPCI" in out and "FAIL" not in out, out
+    assert "--- PASS: TestNetdevSysfs" in out and "FAIL" not in out, out
