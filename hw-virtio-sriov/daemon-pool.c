@@ -38,6 +38,7 @@
 #include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "qom/object_interfaces.h"
+#include "system/system.h"
 #include "net/net.h"
 #include "vsriov.h"
 #include "trace.h"
@@ -1041,6 +1042,28 @@ static void claim_batch_refused(void *opaque)
     claim_batch_finish(b);
 }
 
+/*
+ * The owner name a CLAIM gives the daemon: what holds the VF in QEMU
+ * (the pool, or a lazy pool's VF), "@" the VM: its UUID, else its name
+ * (-name), else this process.  The daemon lets VFs claimed under one
+ * owner name by one uid pass a MAC between them, which is how a VM's VF
+ * keeps its MAC across a migration (both QEMUs have the VM's UUID and
+ * name); a process's own name keeps VMs that have neither apart.
+ */
+static char *owner_name(const char *what)
+{
+    char uuid[UUID_STR_LEN];
+
+    if (qemu_uuid_set) {
+        qemu_uuid_unparse(&qemu_uuid, uuid);
+        return g_strdup_printf("%s@%s", what, uuid);
+    }
+    if (qemu_name) {
+        return g_strdup_printf("%s@%s", what, qemu_name);
+    }
+    return g_strdup_printf("%s@pid-%d", what, (int)getpid());
+}
+
 static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
                                unsigned n, VsriovPoolClaimDone *done,
                                void *opaque)
@@ -1076,9 +1099,10 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
     dp->claiming += n;
     for (unsigned k = 0; k < n; k++) {
         struct vpd_builder *m = msg_new(VPD_MSG_CLAIM);
+        g_autofree char *owner = owner_name(owners[k]);
 
         vpd_put_str(m, VPD_A_POOL, dp->pool);
-        vpd_put_str(m, VPD_A_OWNER, owners[k]);
+        vpd_put_str(m, VPD_A_OWNER, owner);
         vpd_put_u32(m, VPD_A_COUNT, 1);
         req_send(dp, m, 1, claim_part_done, &b->parts[k]);
     }
@@ -1328,9 +1352,11 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         int nfds = 0;
 
         k = MIN(dp->count - done, VPD_MSG_FDS);
+        g_autofree char *owner = owner_name(id);
+
         m = msg_new(VPD_MSG_CLAIM);
         vpd_put_str(m, VPD_A_POOL, dp->pool);
-        vpd_put_str(m, VPD_A_OWNER, id);
+        vpd_put_str(m, VPD_A_OWNER, owner);
         vpd_put_u32(m, VPD_A_COUNT, k);
         reply = transact(dp, m, dp->vhost_fds + done, k, &nfds, errp);
         if (reply && (nfds != k ||
@@ -1455,18 +1481,6 @@ static bool daemon_can_be_deleted(UserCreatable *uc)
            USER_CREATABLE_CLASS(parent_class)->can_be_deleted(uc);
 }
 
-/*
- * Its VFs' flows are the daemon's on this host: moving them with the VM
- * needs the destination's daemon to take them over, which is not built.
- */
-static bool daemon_can_migrate(VsriovPool *pool, Error **errp)
-{
-    error_setg(errp, "the VFs of a vsriov-daemon-pool cannot be migrated "
-               "yet: the destination's daemon does not take over their "
-               "configuration and flows");
-    return false;
-}
-
 static void daemon_pool_class_init(ObjectClass *oc, const void *data)
 {
     UserCreatableClass *ucc = USER_CREATABLE_CLASS(oc);
@@ -1483,7 +1497,6 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->backend_config = daemon_backend_config;
     pc->backend_mac = daemon_backend_mac;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
-    pc->can_migrate = daemon_can_migrate;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",

@@ -399,17 +399,33 @@ void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret)
  */
 void vsriov_vfcfg_post_load(VsriovPF *vpf)
 {
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        VsriovVFConfig *c = &vpf->vfcfg[i];
+        MACAddr def;
+
         vpf->vfcfg_gen[i]++;
         vpf->vfcfg_unsure[i] = false;
-        if (vpf->vfcfg[i].mac_set) {
+        vsriov_vf_default_mac(vpf, i, &def);
+        if (pc->backend_mac && i < vpf->enabled_vfs && !c->mac_set &&
+            memcmp(vf_net(vpf, i)->mac, def.a, ETH_ALEN)) {
+            /*
+             * The VF keeps the MAC it had on the source, which is not
+             * the one this host's provider gave its backend (a daemon's
+             * VF has a MAC of its own): it is held by configuration now,
+             * so that the provider's datapath lets it through.
+             */
+            c->mac_set = true;
+            memcpy(c->mac, vf_net(vpf, i)->mac, ETH_ALEN);
+        }
+        if (c->mac_set) {
             /* (its virtio-net state brought the MAC; this is QEMU's note) */
-            memcpy(vf_net(vpf, i)->nic_conf.macaddr.a, vpf->vfcfg[i].mac,
-                   ETH_ALEN);
+            memcpy(vf_net(vpf, i)->nic_conf.macaddr.a, c->mac, ETH_ALEN);
         }
         if (i < vpf->enabled_vfs) {
             vpf->vfcfg_unsure[i] = true;    /* all of it */
-            vf_configure(vpf, i, &vpf->vfcfg[i], NULL, NULL);
+            vf_configure(vpf, i, c, NULL, NULL);
             vf_apply_link(vpf, i);
         }
     }

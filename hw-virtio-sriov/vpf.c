@@ -817,19 +817,12 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
  */
 static bool vpf_can_migrate(VsriovPF *vpf, Error **errp)
 {
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-    const char *pool = object_get_canonical_path_component(OBJECT(vpf->pool));
-
     if (vpf->pool->lazy) {
         error_setg(errp, "virtual SR-IOV PF '%s' cannot be migrated: its "
                    "pool '%s' is lazy (lazy=on), and the destination does "
                    "not claim backends for the VFs the guest enabled yet",
-                   DEVICE(vpf->pf)->id, pool);
-        return false;
-    }
-    if (pc->can_migrate && !pc->can_migrate(vpf->pool, errp)) {
-        error_prepend(errp, "virtual SR-IOV PF '%s' cannot be migrated: "
-                      "pool '%s': ", DEVICE(vpf->pf)->id, pool);
+                   DEVICE(vpf->pf)->id,
+                   object_get_canonical_path_component(OBJECT(vpf->pool)));
         return false;
     }
     return true;

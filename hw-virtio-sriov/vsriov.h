@@ -135,12 +135,6 @@ struct VsriovPoolClass {
      * with g_free().
      */
     char *(*unusable)(VsriovPool *pool);
-    /*
-     * Optional: false, with the reason in @errp, if a VM whose PFs take
-     * backends from the pool cannot be migrated (without it: it can; the
-     * destination has a pool of its own, of the same shape).
-     */
-    bool (*can_migrate)(VsriovPool *pool, Error **errp);
 };
 
 typedef struct VsriovPoolEntry {

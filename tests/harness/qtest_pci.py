@@ -22,7 +22,7 @@ CLASS_REVISION = 0x08
 # the VF-configuration mailbox (docs/vf-config-channel.md)
 VNDR_CAP_ID, VFCFG_VSEC_ID = 0x0B, 0x5646
 VFCFG_OPCODE, VFCFG_STATUS, VFCFG_MEMBER, VFCFG_GROUP, VFCFG_DATA = 0x08, 0x0A, 0x0C, 0x10, 0x14
-VFCFG_SET_VLAN, VFCFG_EINPROGRESS = 0x8002, 115
+VFCFG_SET_MAC, VFCFG_SET_VLAN, VFCFG_EINPROGRESS = 0x8001, 0x8002, 115
 
 
 class QtestError(Exception):
@@ -178,6 +178,15 @@ def main(argv):
         present = sum(q.vf_present(i) for i in range(max(n, 1)))
         print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f} "
               f"write_ms={q.write_s * 1000:.2f}")
+    elif what == "vlan":   # VF VID: SET_VLAN through the mailbox, prints the status
+        vf, vid = int(argv[3]), int(argv[4])
+        _, _, st = q.vfcfg_cmd(q.vfcfg_cap(), vf, VFCFG_SET_VLAN, vid.to_bytes(2, "little") +
+                               b"\0\0" + (0x8100).to_bytes(2, "little"))
+        print(f"status={st}")
+    elif what == "mac":    # VF MAC: SET_MAC through the mailbox, prints the status
+        vf, mac = int(argv[3]), bytes.fromhex(argv[4].replace(":", ""))
+        _, _, st = q.vfcfg_cmd(q.vfcfg_cap(), vf, VFCFG_SET_MAC, mac)
+        print(f"status={st}")
     else:
         raise SystemExit(f"unknown command {what}")
 

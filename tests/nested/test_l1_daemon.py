@@ -282,8 +282,11 @@ def lazy_daemon_pool(l1host, qemu):
                        (None, "none", "disabled")]
     assert free(l1host, "a") == 1
     owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
-    assert [o for o in owners if o.startswith("/machine/peripheral/pf0/vf[")] == \
-        [f"/machine/peripheral/pf0/vf[{i}]" for i in range(3)], owners
+    # (each VF's QOM path, "@" the VM: this one has neither UUID nor name)
+    assert [o.split("@")[0] for o in owners if o.startswith("/machine/peripheral/pf0/vf[")] \
+        == [f"/machine/peripheral/pf0/vf[{i}]" for i in range(3)], owners
+    assert all(o.endswith("@pid-" + l1host.check("cat /tmp/qemu.pid").strip())
+               for o in owners if o.startswith("/machine/")), owners
     assert vfs(0) == ["vfe=0", "present=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     # A daemon that answers after QEMU's 5 s timeout (stopped meanwhile):
@@ -303,7 +306,7 @@ def lazy_daemon_pool(l1host, qemu):
     assert vfs(2) == ["vfe=1", "present=2"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 2", timeout=30)
     owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
-    assert sorted(o for o in owners if o.startswith("/machine/")) == \
+    assert sorted(o.split("@")[0] for o in owners if o.startswith("/machine/")) == \
         ["/machine/peripheral/pf0/vf[0]", "/machine/peripheral/pf0/vf[1]"], owners
     log = l1host.check("cat /scratch/qemu-lazy.log")
     assert "did not answer within 5 s" in log, log

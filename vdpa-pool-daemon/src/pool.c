@@ -124,6 +124,27 @@ void vpd_pools_free(struct vpd_pools *pools)
 	g_free(pools);
 }
 
+/*
+ * Whether e's own MAC is what another, claimed VF uses now: a VF of the
+ * same VM took it over (a migration, see same_vm()).  Until that VF lets
+ * it go, e is not offered, so that no two VFs ever pass one MAC.
+ */
+static bool default_mac_lent(const struct vpd_pools *pools, const struct vpd_entry *e)
+{
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *o = pools->entries->pdata[i];
+
+		if (o != e && o->claimed && !memcmp(o->attrs.mac, e->default_mac, 6))
+			return true;
+	}
+	return false;
+}
+
+static bool offered(const struct vpd_pools *pools, const struct vpd_entry *e)
+{
+	return !e->claimed && !e->quarantined && !default_mac_lent(pools, e);
+}
+
 unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
 {
 	unsigned n = 0;
@@ -131,7 +152,7 @@ unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool)
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (!e->claimed && !e->quarantined && !strcmp(e->pool->name, pool))
+		if (offered(pools, e) && !strcmp(e->pool->name, pool))
 			n++;
 	}
 	return n;
@@ -170,7 +191,7 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 	for (unsigned i = 0; i < pools->entries->len && n; i++) {
 		struct vpd_entry *e = pools->entries->pdata[i];
 
-		if (e->claimed || e->quarantined || e->pool != cfg_pool)
+		if (!offered(pools, e) || e->pool != cfg_pool)
 			continue;
 		e->claimed = true;
 		e->client = client;
@@ -250,6 +271,19 @@ static bool invalid(GError **error, const char *fmt, ...)
  * the daemon's MAC of it (which a free entry has); *current says which.
  * The zero MAC (none) is nobody's.
  */
+/*
+ * Whether claimed VFs e and o belong to one VM: the same uid claimed both
+ * under the same owner name (a VM's QEMU names itself by its UUID or
+ * name, which a migration's destination shares with its source).  Its
+ * VFs may pass a MAC between them: the destination's VF takes the MAC the
+ * guest had on the source's.
+ */
+static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o)
+{
+	return e->claimed && o->claimed && e->uid == o->uid && e->owner && o->owner &&
+	       *e->owner && !strcmp(e->owner, o->owner);
+}
+
 static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
 		      const uint8_t mac[6], bool *current)
 {
@@ -260,7 +294,7 @@ static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *o = pools->entries->pdata[i];
 
-		if (o == e)
+		if (o == e || same_vm(e, o))
 			continue;
 		*current = o->claimed && !memcmp(mac, o->attrs.mac, 6);
 		if (*current || !memcmp(mac, o->default_mac, 6))

@@ -98,13 +98,19 @@ unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
  * Check attrs against e's pool and ownership; on success, store them.  A
  * MAC that another VF of pools has, or that is the daemon's MAC of another
  * VF (free or not: it gets it back at its next claim), is refused
- * (VPD_POOL_ERR_MAC_IN_USE), so no two VFs ever share one.
+ * (VPD_POOL_ERR_MAC_IN_USE), so no two VFs of different VMs ever share
+ * one.  Between VFs of one VM (same uid, same owner name: a migration's
+ * source and destination) a MAC may pass; a free VF whose own MAC another
+ * VF uses is not offered until it is let go.
  */
 bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *attrs,
 			 GError **error);
 
-/* VFs of pool that a claim may take: neither claimed nor quarantined. */
+/*
+ * VFs of pool that a claim may take: neither claimed nor quarantined, nor
+ * with their MAC in use by another VF (vpd_pools_set_attrs()).
+ */
 unsigned vpd_pools_free_count(const struct vpd_pools *pools, const char *pool);
 
 /*

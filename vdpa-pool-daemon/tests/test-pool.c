@@ -331,6 +331,52 @@ static void test_mac_in_use(struct fixture *f, gconstpointer data)
 }
 
 /*
+ * A VM's VF may take the MAC of another VF claimed by the same uid under
+ * the same owner name (a migration: the destination's VF takes the MAC
+ * the guest had on the source's); another owner name may not.  Once the
+ * source lets its VF go, that VF is not offered while its own MAC is in
+ * use by the destination's, and is again once that one lets go.
+ */
+static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *src, *dst;
+	struct vpd_vf_attrs a;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-y", 1, got, &err));
+	src = got->pdata[0];
+	dst = got->pdata[1];
+	a = dst->attrs;
+	memcpy(a.mac, src->default_mac, 6);
+	/* another VM's: refused */
+	g_assert_false(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	/* the same VM's (its destination claims under the source's name) */
+	g_assert_true(vpd_pools_release(f->pools, dst, 8, &err));
+	g_ptr_array_set_size(got, 1);
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(got->pdata[1] == dst);
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_no_error(err);
+	g_assert_cmpmem(dst->attrs.mac, 6, src->default_mac, 6);
+
+	/* The source goes: its VF is not offered while its MAC is in use. */
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 7), ==, 1);
+	g_assert_false(src->claimed);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 0);
+	g_assert_false(vpd_pools_claim(f->pools, "c", 9, 0, 0, 3, 0, "p0@vm-z", 1, got, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
+	g_clear_error(&err);
+	/* ... and is once the destination lets the MAC go. */
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 8), ==, 1);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 2);
+}
+
+/*
  * PF names that g_str_hash() maps alike ("pfaar" and "pfac0") would give
  * their VFs the same MACs: the daemon's MACs are distinct all the same, and
  * stable (the same file gives the same MACs).
@@ -374,6 +420,8 @@ int main(int argc, char **argv)
 	g_test_add("/pool/rate-cap", struct fixture, NULL, setup, test_pool_rate_caps_vfs,
 		   teardown);
 	g_test_add("/pool/mac-in-use", struct fixture, NULL, setup, test_mac_in_use, teardown);
+	g_test_add("/pool/mac-passes-within-vm", struct fixture, NULL, setup,
+		   test_mac_passes_within_vm, teardown);
 	g_test_add_func("/pool/default-macs-distinct-across-pfs",
 			test_default_macs_distinct_across_pfs);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {

@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 1: live migration of a VM whose VFs come from vdpa-pool-daemon
+(issue 18).
+
+In the emulated host: the daemon with OVS (its VFs: netdevsim VFs paired
+with vdpa_sim_net devices, their representors ports of br-vpd), and two
+QEMUs with a premapped vsriov-daemon-pool each, on the same daemon pool.
+The source's "guest" (played through qtest: tests/harness/qtest_pci.py)
+enables two VFs and puts VF 0 into VLAN 100.  The VM migrates to the
+destination, which claimed VFs of its own at start: the VF configuration
+arrives there (QMP), the daemon applies it to the destination's VFs (their
+ports get tag 100 and the flows), and once the source QEMU is gone its
+VFs are free again, default-deny (VLAN 4095).  A destination that cannot
+claim VFs (the pool is empty) never starts, and the source goes on."""
+import json
+
+import pytest
+
+from harness.e2e import daemon_binary, start_daemon, stop_daemon
+from harness.ovs import L1_OVS_START
+from nested.test_l1_daemon import OVS_CONF, flows
+
+pytestmark = [pytest.mark.slow, pytest.mark.nested]
+
+QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
+API = "/run/vpd-ovs/api.sock"
+UUID = "6c0b64e2-5f3a-4d8e-9b1f-2f1c8f1e7a01"   # the VM's, on both hosts
+
+# QMP from inside the emulated host: qmp.py SOCKET CMD [JSON-ARGS]
+QMP = r"""
+import json, socket, sys, time
+q = socket.socket(socket.AF_UNIX)
+for _ in range(3000):  # QEMU creates the socket when it starts
+    try:
+        q.connect(sys.argv[1])
+        break
+    except OSError:
+        time.sleep(0.01)
+f = q.makefile("rw")
+f.readline()
+for cmd, args in (("qmp_capabilities", {}),
+                  (sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})):
+    f.write(json.dumps({"execute": cmd, "arguments": args}) + "\n")
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if "return" in r or "error" in r:
+            break
+print(json.dumps(r))
+"""
+
+
+def qemu_cmd(name, extra=""):
+    """A VM of the emulated host whose PF's VFs come from the daemon's pool
+    a (premapped: claimed at start); vdpa_sim maps shared file-backed RAM."""
+    return (f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+            f"-name vm1 -uuid {UUID} "
+            f"-qtest unix:/tmp/{name}-qt.sock,server=on,wait=off -qtest-log /dev/null "
+            f"-qmp unix:/tmp/{name}-q.sock,server=on,wait=off "
+            "-object memory-backend-memfd,id=mem0,size=512M,share=on "
+            "-machine memory-backend=mem0 -m 512M "
+            f"-object vsriov-daemon-pool,id=p0,socket={API},pool=a,count=2 "
+            "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
+            f"-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 {extra} "
+            f"> /scratch/qemu-{name}.log 2>&1 < /dev/null & echo $! > /tmp/{name}.pid")
+
+
+def qmp(l1host, name, cmd, args=None):
+    a = f" '{json.dumps(args)}'" if args else ""
+    r = json.loads(l1host.check(f"python3 /tmp/qmp.py /tmp/{name}-q.sock {cmd}{a}",
+                                timeout=120))
+    assert "return" in r, (r, l1host.check(f"cat /scratch/qemu-{name}.log"))
+    return r["return"]
+
+
+def tag(l1host, port):
+    return l1host.check(f"ovs-vsctl get Port {port} tag").strip()
+
+
+def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
+    daemon = daemon_binary()
+    poolctl = daemon.replace("vdpa-pool-daemon/vdpa-pool-daemon", "vdpa-pool-daemon/vdpa-poolctl")
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
+    pf = l1host.new_netdevsim(9)
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{OVS_CONF.format(pf=pf)}EOF")
+    l1host.check(f"cat > /tmp/qmp.py <<'EOF'\n{QMP}EOF")
+    l1host.check(L1_OVS_START, timeout=120)
+    start_daemon(l1host, daemon)
+
+    def status():
+        return {(v["pool"], v["vf"]): v for v in json.loads(
+            l1host.check(f"{poolctl} status --json --socket {API}"))}
+
+    try:
+        l1host.check(qemu_cmd("src"))
+        src_vfs = qmp(l1host, "src", "query-vsriov")[0]["vfs"]
+        assert [v["backend"] for v in src_vfs] == ["vhost-vdpa"] * 2
+        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
+                           timeout=120)
+        assert out.split()[:2] == ["vfe=1", "present=2"], out
+        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                            "vlan 0 100", timeout=60).strip() == "status=0"
+        st = status()
+        src_owned = sorted(k for k, v in st.items() if v.get("owner") and k[0] == "a")
+        assert len(src_owned) == 2, {k: v.get("owner") for k, v in st.items()}
+        src_port0 = st[src_owned[0]]["port"]
+        src_mac0 = src_vfs[0]["mac"]
+        assert tag(l1host, src_port0) == "100"
+        assert st[src_owned[0]]["mac"] == src_mac0
+
+        # A destination whose VFs the daemon cannot give (another VM holds
+        # 3 of the 4 left) does not start, and says why; the source runs on.
+        l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+                     "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
+                     f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
+                     "> /scratch/qemu-other.log 2>&1 < /dev/null & echo $! > /tmp/other.pid")
+        qmp(l1host, "other", "query-status")
+        r = l1host.run(qemu_cmd("small", "-incoming defer").replace(
+            "> /scratch/qemu-small.log 2>&1 < /dev/null & echo $! > /tmp/small.pid", "")
+            .replace("setsid ", ""), timeout=120)
+        assert r.status == 1 and "pool 'a' has 1 free VF(s), 2 asked" in r.stderr, str(r)
+        assert qmp(l1host, "src", "query-status")["status"] == "running"
+        l1host.check("kill $(cat /tmp/other.pid)")
+        l1host.wait_until(f"test $({poolctl} status --json --socket {API} | "
+                          "python3 -c 'import json,sys; print(sum(1 for v in json.load(sys.stdin) "
+                          "if v[\"pool\"] == \"a\" and v[\"owner\"]))') = 2", timeout=30)
+
+        # The destination claims two VFs of its own when it starts.
+        l1host.check(qemu_cmd("dst", "-incoming defer"))
+        qmp(l1host, "dst", "query-status")
+        st = status()
+        dst_owned = sorted(k for k, v in st.items() if k[0] == "a" and v.get("owner")
+                           and k not in src_owned)
+        assert len(dst_owned) == 2, st
+
+        qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
+        qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
+        l1host.wait_until("python3 /tmp/qmp.py /tmp/src-q.sock query-migrate | "
+                          "grep -q '\"status\": \"completed\"'", timeout=120)
+        l1host.wait_until("python3 /tmp/qmp.py /tmp/dst-q.sock query-status | "
+                          "grep -q '\"status\": \"running\"'", timeout=60)
+
+        # The configuration the guest set arrived, and the daemon applied it
+        # to the destination's VF: its port is in VLAN 100.
+        dst_info = qmp(l1host, "dst", "query-vsriov")[0]["vfs"]
+        assert [v["state"] for v in dst_info] == ["enabled", "enabled"], dst_info
+        assert dst_info[0]["config"]["vlan"] == 100, dst_info
+        dst_port0 = status()[dst_owned[0]]["port"]
+        l1host.wait_until(f"test $(ovs-vsctl get Port {dst_port0} tag) = 100", timeout=30)
+        # The VF keeps its MAC, which was the source daemon VF's: the
+        # destination's VF is told to take it (spoof checking lets it
+        # through there), and QMP says it is set.
+        assert dst_info[0]["mac"] == src_mac0 and dst_info[0]["config"]["mac"] == src_mac0
+        l1host.wait_until(f"ovs-ofctl --no-stats dump-flows br-vpd | grep -q "
+                          f"'in_port={dst_owned[0][1] + 1},dl_src={src_mac0} '", timeout=30)
+        assert status()[dst_owned[0]]["mac"] == src_mac0
+
+        # The source goes: its VFs are free again, default-deny.
+        l1host.check("kill $(cat /tmp/src.pid)")
+        l1host.wait_until(f"test $(ovs-vsctl get Port {src_port0} tag) = 4095", timeout=30)
+        st = status()
+        assert all(not st[k].get("owner") for k in src_owned), st
+        assert tag(l1host, dst_port0) == "100"
+        # Default-deny for all but the destination's VF 0 (VF 1 has no VLAN
+        # of the pool's range, so it passes nothing, as on the source).
+        opened = [f for f in flows(l1host) if "actions=NORMAL" in f and "dl_src" in f]
+        assert len(opened) == 1 and f"in_port={dst_owned[0][1] + 1},dl_src={src_mac0} " \
+            in opened[0], opened
+    finally:
+        l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
+                   "2>/dev/null; true")
+        stop_daemon(l1host)
