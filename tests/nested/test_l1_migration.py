@@ -82,7 +82,11 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
     poolctl = daemon.replace("vdpa-pool-daemon/vdpa-pool-daemon", "vdpa-pool-daemon/vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
     pf = l1host.new_netdevsim(9)
-    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{OVS_CONF.format(pf=pf)}EOF")
+    # The pool lets a VM's VFs pass a MAC between its QEMUs (a migration).
+    conf = OVS_CONF.format(pf=pf).replace("mac-policy = any\n",
+                                          "mac-policy = any\nmac-handover = same-owner\n")
+    assert "mac-handover" in conf
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{conf}EOF")
     l1host.check(f"cat > /tmp/qmp.py <<'EOF'\n{QMP}EOF")
     l1host.check(L1_OVS_START, timeout=120)
     start_daemon(l1host, daemon)

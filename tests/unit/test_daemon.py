@@ -345,7 +345,7 @@ def test_qemu_daemon_pool_errors_and_release(daemon):
     assert p.returncode == 1
     assert "Fail to query features from vhost-vDPA device" in p.stderr
     wait_free(daemon, "a", 3, timeout=1)
-    assert "2 VF(s) claimed by 'p0'" in daemon.logtext()
+    assert "2 VF(s) claimed by 'p0@pid-" in daemon.logtext()
 
 
 def test_qemu_query_of_a_daemon_pool_changes_nothing(daemon):
@@ -388,7 +388,7 @@ def test_qemu_claims_a_large_pool_16_vfs_at_a_time():
         assert [(q["id"], q["free"], len(q["entries"])) for q in pools] == [("p0", 20, 20)], \
             (pools, p.stderr)
         log = dm.logtext()
-        assert "16 VF(s) claimed by 'p0'" in log and "4 VF(s) claimed by 'p0'" in log, log
+        assert "16 VF(s) claimed by 'p0@pid-" in log and "4 VF(s) claimed by 'p0@pid-" in log, log
         wait_free(dm, "big", 20, timeout=10)
         p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=21")
         assert p.returncode == 1

@@ -425,6 +425,14 @@ static bool pool_key(struct parser *p, const char *key, const char *val,
 		if (!parse_bool(val, &b))
 			return fail(p, error, "spoof-check must be yes or no, not '%s'", val);
 		pool->spoof_check = b;
+	} else if (!strcmp(key, "mac-handover")) {
+		if (!strcmp(val, "same-owner"))
+			pool->mac_handover = true;
+		else if (!strcmp(val, "no"))
+			pool->mac_handover = false;
+		else
+			return fail(p, error, "mac-handover must be no or same-owner, not '%s'",
+				    val);
 	} else {
 		return fail(p, error, "unknown key '%s' in [pool %s]", key, pool->name);
 	}

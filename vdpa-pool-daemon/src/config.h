@@ -51,6 +51,8 @@ struct vpd_pool {
 	uint64_t max_tx_rate_mbps;   /* 0: no limit a client may ask above */
 	bool spoof_check;            /* default for claimed VFs (clients may not
 				      * turn it off unless trusted) */
+	bool mac_handover;           /* VFs claimed by one uid under one owner
+				      * name may pass a MAC (migrations) */
 	unsigned line;
 };
 

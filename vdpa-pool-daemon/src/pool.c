@@ -272,16 +272,33 @@ static bool invalid(GError **error, const char *fmt, ...)
  * The zero MAC (none) is nobody's.
  */
 /*
- * Whether claimed VFs e and o belong to one VM: the same uid claimed both
- * under the same owner name (a VM's QEMU names itself by its UUID or
- * name, which a migration's destination shares with its source).  Its
- * VFs may pass a MAC between them: the destination's VF takes the MAC the
- * guest had on the source's.
+ * Whether claimed VFs e and o belong to one VM, in pools that let MACs
+ * pass so (mac-handover = same-owner): two clients of the same uid claimed
+ * them under the same owner name (a VM's QEMU names its claims after the
+ * VM's UUID or name, which a migration's destination shares with its
+ * source).  The destination's VF may then take the MAC the guest had on
+ * the source's.  The owner name is the client's word: the pool's uids are
+ * trusted not to borrow another VM's (docs/daemon-config.md).
  */
 static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o)
 {
-	return e->claimed && o->claimed && e->uid == o->uid && e->owner && o->owner &&
+	return e->pool->mac_handover && o->pool == e->pool && e->claimed && o->claimed &&
+	       e->client != o->client && e->uid == o->uid && e->owner && o->owner &&
 	       *e->owner && !strcmp(e->owner, o->owner);
+}
+
+/* Whether mac is the daemon's or the current MAC of a VF of e's VM. */
+static bool vm_mac(const struct vpd_pools *pools, const struct vpd_entry *e,
+		   const uint8_t mac[6])
+{
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *o = pools->entries->pdata[i];
+
+		if (o != e && same_vm(e, o) &&
+		    (!memcmp(mac, o->default_mac, 6) || !memcmp(mac, o->attrs.mac, 6)))
+			return true;
+	}
+	return false;
 }
 
 static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
@@ -309,7 +326,7 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 {
 	const struct vpd_pool *p = e->pool;
 	static const uint8_t zero[6];
-	bool own_mac, current;
+	bool keep_mac, own_mac, current;
 
 	if (!check_owner(e, client, error))
 		return false;
@@ -318,15 +335,18 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			       a->mac[0], a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5]);
 	/*
 	 * The daemon's MAC for the VF is its own under every policy: a client
-	 * may keep it, or go back to it (as SR-IOV CNI's DEL does).
+	 * may keep it, or go back to it (as SR-IOV CNI's DEL does).  So is the
+	 * MAC the VF has now (a SET of other attributes keeps it), and one
+	 * that another VF of the same VM has (a migration's hand-over).
 	 */
-	own_mac = !memcmp(a->mac, e->default_mac, 6);
+	keep_mac = !memcmp(a->mac, e->attrs.mac, 6);
+	own_mac = keep_mac || !memcmp(a->mac, e->default_mac, 6) || vm_mac(pools, e, a->mac);
 	if (p->mac_policy == VPD_MAC_LOCKED && !own_mac)
 		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
 	if (p->mac_policy == VPD_MAC_PREFIX && !own_mac &&
 	    memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
 		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
-	if (mac_taken(pools, e, a->mac, &current)) {
+	if (!keep_mac && mac_taken(pools, e, a->mac, &current)) {
 		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE,
 			    "MAC %02x:%02x:%02x:%02x:%02x:%02x %s", a->mac[0], a->mac[1],
 			    a->mac[2], a->mac[3], a->mac[4], a->mac[5],

@@ -138,6 +138,8 @@ static const struct bad_case bad_cases[] = {
 	  "bad.conf:2: idle-timeout must be a number from 0 to 86400, not '86401'" },
 	{ "io-timeout-zero", "[daemon]\nio-timeout = 0\n",
 	  "bad.conf:2: io-timeout must be a number from 1 to 3600, not '0'" },
+	{ "mac-handover-yes", "[pf a]\n[pool p]\npf = a\nmac-handover = yes\n",
+	  "bad.conf:4: mac-handover must be no or same-owner, not 'yes'" },
 	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",
 	  "bad.conf:2: num-vfs must be a number from 0 to 256, not 'eight'" },
 	{ "numvfs-too-big", "[pf a]\nnum-vfs = 257\n",

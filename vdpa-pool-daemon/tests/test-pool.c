@@ -12,8 +12,8 @@ static const char *conf =
 	"[pf pf0]\nnum-vfs = 10\n"
 	"[pool a]\npf = pf0\nvfs = 0-3\nallow-uids = 1000\nvlans = 100-199\n"
 	"mac-policy = prefix 02:aa\nmax-tx-rate = 1000\n"
-	"[pool b]\npf = pf0\nvfs = 4-7\nspoof-check = no\n"
-	"[pool c]\npf = pf0\nvfs = 8-9\nmac-policy = any\n";
+	"[pool b]\npf = pf0\nvfs = 4-7\nspoof-check = no\nmac-handover = same-owner\n"
+	"[pool c]\npf = pf0\nvfs = 8-9\nmac-policy = any\nmac-handover = same-owner\n";
 
 struct fixture {
 	struct vpd_config *cfg;
@@ -367,6 +367,11 @@ static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
 	/* The source goes: its VF is not offered while its MAC is in use. */
 	g_assert_cmpuint(vpd_pools_release_client(f->pools, 7), ==, 1);
 	g_assert_false(src->claimed);
+	/* (a later change of the destination's VF keeps the MAC it took) */
+	a.vlan = 0;
+	a.link_state = VPD_LINK_ENABLE;
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_no_error(err);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 0);
 	g_assert_false(vpd_pools_claim(f->pools, "c", 9, 0, 0, 3, 0, "p0@vm-z", 1, got, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
@@ -374,6 +379,35 @@ static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
 	/* ... and is once the destination lets the MAC go. */
 	g_assert_cmpuint(vpd_pools_release_client(f->pools, 8), ==, 1);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 2);
+}
+
+/*
+ * The hand-over works where clients may not choose MACs (pool b: locked):
+ * the MAC is the daemon's own for the same VM's other VF.
+ */
+static void test_mac_passes_within_vm_locked(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *src, *dst, *other;
+	struct vpd_vf_attrs a;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "b", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "b", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "b", 9, 0, 0, 3, 0, "p0@vm-y", 1, got, &err));
+	src = got->pdata[0];
+	dst = got->pdata[1];
+	other = got->pdata[2];
+	a = dst->attrs;
+	memcpy(a.mac, src->default_mac, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_no_error(err);
+	/* another VM's VF may not, under the pool's lock */
+	a = other->attrs;
+	memcpy(a.mac, src->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs(f->pools, other, 9, &a, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_INVALID);
 }
 
 /*
@@ -422,6 +456,8 @@ int main(int argc, char **argv)
 	g_test_add("/pool/mac-in-use", struct fixture, NULL, setup, test_mac_in_use, teardown);
 	g_test_add("/pool/mac-passes-within-vm", struct fixture, NULL, setup,
 		   test_mac_passes_within_vm, teardown);
+	g_test_add("/pool/mac-passes-within-vm-locked", struct fixture, NULL, setup,
+		   test_mac_passes_within_vm_locked, teardown);
 	g_test_add_func("/pool/default-macs-distinct-across-pfs",
 			test_default_macs_distinct_across_pfs);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {
