@@ -17,13 +17,13 @@ Writes $VSRIOV_ARTIFACTS/migration.json, .md and .png.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.dirname(__file__))
 
+from bench_pods import pyplot  # noqa: E402
 from bench_scale import ENABLE, SMP, args as vpf_args  # noqa: E402
 from harness import paths  # noqa: E402
 from harness.vm import Guest  # noqa: E402
@@ -84,14 +84,7 @@ def point(kind, n, memory, out):
 
 
 def plot(out, results):
-    try:
-        import matplotlib
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                        "--disable-pip-version-check", "matplotlib>=3.7,<4"], check=True)
-        import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
     for mem in sorted({r["memory"] for r in results}):
         rs = [r for r in results if r["memory"] == mem and r["kind"] == "vsriov"

@@ -174,8 +174,9 @@ def write(out_dir, results):
     plot(out_dir, rows)
 
 
-def plot(out_dir, rows):
-    """pods.png with matplotlib (installed in the venv on demand)."""
+def pyplot():
+    """matplotlib.pyplot for files (Agg), installed in the venv on demand;
+    the benchmarks' plots use it."""
     try:
         import matplotlib
     except ImportError:
@@ -184,6 +185,12 @@ def plot(out_dir, rows):
         import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
+
+
+def plot(out_dir, rows):
+    """pods.png"""
+    plt = pyplot()
     names = [r[0] for r in rows]
     fig, ax = plt.subplots(1, 3, figsize=(12, 3.8))
     ax[0].bar(names, [r[1] for r in rows], color=["#999", "#2a7", "#36c"])

@@ -84,3 +84,34 @@ class QMP:
             self.sock.close()
         except OSError:
             pass
+
+
+def main(argv):
+    """qmp.py SOCKET CMD [JSON-ARGS]: run one command on a QEMU listening on
+    SOCKET (-qmp unix:SOCKET,server=on), waiting up to 30 s for the socket,
+    and print the answer as JSON: {"return": ...} or {"error": ...}.  Used
+    inside the emulated host, where QEMUs are started by shell commands."""
+    path, cmd = argv[1], argv[2]
+    args = json.loads(argv[3]) if len(argv) > 3 else None
+    deadline = time.monotonic() + 30
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+            break
+        except OSError:
+            s.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    q = QMP(s, path)
+    q.handshake()
+    try:
+        print(json.dumps({"return": q.execute(cmd, args, timeout=120)}))
+    except QMPError as e:
+        print(json.dumps({"error": {"class": e.error_class, "desc": e.desc}}))
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv)

@@ -20,10 +20,26 @@ RELEASES = {
 }
 
 
+# Where the tarballs are looked for, in order, when $VSRIOV_UPSTREAM is not
+# set: shared/upstream beside the source tree or one of its parents (a CI
+# job's clone may sit a level deeper than the development tree), then the
+# development machines' /work/shared/upstream.
+SEARCH = ["shared/upstream", "../shared/upstream", "../../shared/upstream"]
+FALLBACK = "/work/shared/upstream"
+
+
 def upstream_dir():
-    """$VSRIOV_UPSTREAM, else ../shared/upstream beside the source tree."""
-    return os.environ.get("VSRIOV_UPSTREAM") or os.path.abspath(
-        os.path.join(paths.SRC, "..", "shared", "upstream"))
+    """$VSRIOV_UPSTREAM, else the first folder of SEARCH (relative to the
+    source tree's parent) or FALLBACK that has the tarballs; else the
+    first candidate (where the skip message says it looked)."""
+    if os.environ.get("VSRIOV_UPSTREAM"):
+        return os.environ["VSRIOV_UPSTREAM"]
+    parent = os.path.dirname(os.path.abspath(paths.SRC))
+    cands = [os.path.normpath(os.path.join(parent, c)) for c in SEARCH] + [FALLBACK]
+    for c in cands:
+        if os.path.exists(os.path.join(c, f"sriov-cni-{RELEASES['sriov-cni'][0]}.tar.gz")):
+            return c
+    return cands[0]
 
 
 def tarball(project):

@@ -85,25 +85,6 @@ elif cmd == "free":
 elif cmd == "owners":
     print(" ".join(sorted(v.get("OWNER", "-") for v in c.status()
                           if v["POOL"] == sys.argv[2] and v["COUNT"])))
-elif cmd == "qmp":
-    import json, socket
-    q = socket.socket(socket.AF_UNIX)
-    for _ in range(3000):  # QEMU creates the socket when it starts
-        try:
-            q.connect(sys.argv[2])
-            break
-        except OSError:
-            time.sleep(0.01)
-    f = q.makefile("rw")
-    f.readline()
-    for cmd in ("qmp_capabilities", sys.argv[3]):
-        f.write(json.dumps({"execute": cmd}) + "\n")
-        f.flush()
-        while True:
-            r = json.loads(f.readline())
-            if "return" in r or "error" in r:
-                break
-    print(json.dumps(r))
 elif cmd == "ovs-hold":
     got = c.claim("a", 2, owner="vm-ovs")
     h0, h1 = got[0][0]["HANDLE"], got[1][0]["HANDLE"]
@@ -222,7 +203,7 @@ def test_daemon_provisions_and_serves(l1host):
                  "-device pcie-root-port,id=rp0 -netdev user,id=n0 "
                  "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 "
                  "> /scratch/qemu.log 2>&1 < /dev/null & echo $! > /tmp/qemu.pid")
-    q = json.loads(l1host.check("python3 /tmp/vpd-client.py qmp /tmp/q.sock query-vsriov",
+    q = json.loads(l1host.check("python3 /src/tests/harness/qmp.py /tmp/q.sock query-vsriov",
                                 timeout=120))
     assert "return" in q, (q, l1host.check("cat /scratch/qemu.log"))
     (pfinfo,) = q["return"]
@@ -254,7 +235,7 @@ def lazy_daemon_pool(l1host, qemu):
     clearing VF Enable gives them back.  A VF Enable the daemon cannot back
     does not take and takes nothing."""
     def query():
-        q = json.loads(l1host.check("python3 /tmp/vpd-client.py qmp /tmp/ql.sock query-vsriov",
+        q = json.loads(l1host.check("python3 /src/tests/harness/qmp.py /tmp/ql.sock query-vsriov",
                                     timeout=120))
         assert "return" in q, (q, l1host.check("cat /scratch/qemu-lazy.log"))
         return [(v["netdev"] if "netdev" in v else None, v["backend"], v["state"])

@@ -26,30 +26,6 @@ QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
 API = "/run/vpd-ovs/api.sock"
 UUID = "6c0b64e2-5f3a-4d8e-9b1f-2f1c8f1e7a01"   # the VM's, on both hosts
 
-# QMP from inside the emulated host: qmp.py SOCKET CMD [JSON-ARGS]
-QMP = r"""
-import json, socket, sys, time
-q = socket.socket(socket.AF_UNIX)
-for _ in range(3000):  # QEMU creates the socket when it starts
-    try:
-        q.connect(sys.argv[1])
-        break
-    except OSError:
-        time.sleep(0.01)
-f = q.makefile("rw")
-f.readline()
-for cmd, args in (("qmp_capabilities", {}),
-                  (sys.argv[2], json.loads(sys.argv[3]) if len(sys.argv) > 3 else {})):
-    f.write(json.dumps({"execute": cmd, "arguments": args}) + "\n")
-    f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if "return" in r or "error" in r:
-            break
-print(json.dumps(r))
-"""
-
-
 def qemu_cmd(name, extra=""):
     """A VM of the emulated host whose PF's VFs come from the daemon's pool
     a (premapped: claimed at start); vdpa_sim maps shared file-backed RAM."""
@@ -67,7 +43,7 @@ def qemu_cmd(name, extra=""):
 
 def qmp(l1host, name, cmd, args=None):
     a = f" '{json.dumps(args)}'" if args else ""
-    r = json.loads(l1host.check(f"python3 /tmp/qmp.py /tmp/{name}-q.sock {cmd}{a}",
+    r = json.loads(l1host.check(f"python3 /src/tests/harness/qmp.py /tmp/{name}-q.sock {cmd}{a}",
                                 timeout=120))
     assert "return" in r, (r, l1host.check(f"cat /scratch/qemu-{name}.log"))
     return r["return"]
@@ -87,7 +63,6 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
                                           "mac-policy = any\nmac-handover = same-owner\n")
     assert "mac-handover" in conf
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{conf}EOF")
-    l1host.check(f"cat > /tmp/qmp.py <<'EOF'\n{QMP}EOF")
     l1host.check(L1_OVS_START, timeout=120)
     start_daemon(l1host, daemon)
 
@@ -139,9 +114,9 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
 
         qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
         qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
-        l1host.wait_until("python3 /tmp/qmp.py /tmp/src-q.sock query-migrate | "
+        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
                           "grep -q '\"status\": \"completed\"'", timeout=120)
-        l1host.wait_until("python3 /tmp/qmp.py /tmp/dst-q.sock query-status | "
+        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/dst-q.sock query-status | "
                           "grep -q '\"status\": \"running\"'", timeout=60)
 
         # The configuration the guest set arrived, and the daemon applied it
