@@ -52,8 +52,8 @@
 #include "qemu/main-loop.h"
 #include "block/aio.h"
 #include "system/memory.h"
-#include "migration/blocker.h"
 #include "migration/vmstate.h"
+#include "system/runstate.h"
 #include "vsriov.h"
 #include "vfcfg.h"
 #include "trace.h"
@@ -656,7 +656,8 @@ static void vpf_stage_timer(void *opaque)
 {
     VsriovPF *vpf = opaque;
 
-    if (vpf->claim || vpf_wanted(vpf)) {
+    /* (what an incoming migration staged waits for its end) */
+    if (vpf->claim || vpf_wanted(vpf) || runstate_check(RUN_STATE_INMIGRATE)) {
         timer_mod(vpf->stage_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
         return;
@@ -813,21 +814,11 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
  * before its VFs): its post_load enables the VFs before they load.  What
  * is the virtual PF's own is the configuration the guest set, which the
  * destination's provider gets again, since its datapath knows nothing of
- * it.  The destination has its own pool of the same shape.
+ * it.  The destination has its own pool of the same shape.  A lazy
+ * pool's destination claims backends for as many VFs as the source had
+ * enabled when the migration started (vmstate_vsriov_pf_shape), staged as
+ * a PREPARE_VFS would, so that the PF's post_load finds them.
  */
-static bool vpf_can_migrate(VsriovPF *vpf, Error **errp)
-{
-    if (vpf->pool->lazy) {
-        error_setg(errp, "virtual SR-IOV PF '%s' cannot be migrated: its "
-                   "pool '%s' is lazy (lazy=on), and the destination does "
-                   "not claim backends for the VFs the guest enabled yet",
-                   DEVICE(vpf->pf)->id,
-                   object_get_canonical_path_component(OBJECT(vpf->pool)));
-        return false;
-    }
-    return true;
-}
-
 static const VMStateDescription vmstate_vsriov_vf_config = {
     .name = "vsriov-vf-config",
     .version_id = 1,
@@ -857,6 +848,7 @@ static int vpf_pre_save_shape(void *opaque)
     VsriovPF *vpf = opaque;
 
     vpf->incoming_num_vfs = vpf->num_vfs;
+    vpf->incoming_enabled = vsriov_pf_enabled_vfs(vpf);
     return 0;
 }
 
@@ -874,6 +866,15 @@ static bool vpf_post_load_shape(void *opaque, int version_id, Error **errp)
                           "shape (as many backends, or sriov-totalvfs).\n");
         return false;
     }
+    if (vpf->incoming_enabled > vpf->num_vfs) {
+        error_setg(errp, "virtual SR-IOV PF '%s': %u VFs enabled of %u",
+                   DEVICE(vpf->pf)->id, vpf->incoming_enabled, vpf->num_vfs);
+        return false;
+    }
+    if (vpf->pool->lazy && vpf->incoming_enabled) {
+        /* (a pool that claims in the caller gets them at VF Enable) */
+        vsriov_pf_stage_vfs(vpf, vpf->incoming_enabled);
+    }
     return true;
 }
 
@@ -886,6 +887,7 @@ static const VMStateDescription vmstate_vsriov_pf_shape = {
     .post_load_errp = vpf_post_load_shape,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT16(incoming_num_vfs, VsriovPF),
+        VMSTATE_UINT16(incoming_enabled, VsriovPF),
         VMSTATE_END_OF_LIST()
     }
 };
@@ -909,6 +911,15 @@ static bool vpf_post_load(void *opaque, int version_id, Error **errp)
 {
     VsriovPF *vpf = opaque;
 
+    if (vpf->want_vfs) {
+        error_setg(errp, "virtual SR-IOV PF '%s': pool '%s' had not given "
+                   "the %u VF(s) the guest enabled when the migration "
+                   "completed", DEVICE(vpf->pf)->id,
+                   object_get_canonical_path_component(OBJECT(vpf->pool)),
+                   vpf->want_vfs);
+        return false;
+    }
+
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
         if (vsriov_vfcfg_check(vpf, &vpf->vfcfg[i])) {
             error_setg(errp, "virtual SR-IOV PF '%s': the incoming "
@@ -919,8 +930,23 @@ static bool vpf_post_load(void *opaque, int version_id, Error **errp)
     }
     /* (the PF, loaded before, enabled them: no reset, no event) */
     vpf->enabled_vfs = vsriov_pf_enabled_vfs(vpf);
-    vsriov_vfcfg_post_load(vpf);
+    /*
+     * The VFs' own state may come later in the stream (a lazy pool's VFs,
+     * made at VF Enable, are registered after this section): what needs
+     * it waits until the VM runs (vpf_vm_state()).
+     */
+    vpf->incoming_loaded = true;
     return true;
+}
+
+static void vpf_vm_state(void *opaque, bool running, RunState state)
+{
+    VsriovPF *vpf = opaque;
+
+    if (running && vpf->incoming_loaded) {
+        vpf->incoming_loaded = false;
+        vsriov_vfcfg_post_load(vpf);
+    }
 }
 
 static const VMStateDescription vmstate_vsriov_pf = {
@@ -1063,13 +1089,6 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
 
-    if (!vpf_can_migrate(vpf, &vpf->migration_blocker) &&
-        migrate_add_blocker(&vpf->migration_blocker, errp) < 0) {
-        vsriov_vfcfg_exit(vpf);
-        pcie_sriov_pf_exit(pf);
-        pf->exp.sriov_cap = 0;
-        goto fail;
-    }
     vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf_shape, vpf);
     vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf, vpf);
 
@@ -1085,6 +1104,8 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
      */
     vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
     vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
+    vpf->incoming_loaded = false;
+    vpf->vm_state = qemu_add_vm_change_state_handler(vpf_vm_state, vpf);
     vpf->stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_stage_timer, vpf);
     vpf->release_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_release_timer,
                                       vpf);
@@ -1114,6 +1135,8 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     trace_vsriov_pf_exit(DEVICE(pf)->id);
     vsriov_admin_exit(vpf);
     QTAILQ_REMOVE(&vpfs, vpf, next);
+    qemu_del_vm_change_state_handler(vpf->vm_state);
+    vpf->vm_state = NULL;
     timer_free(vpf->event_timer);
     vpf->event_timer = NULL;
     timer_free(vpf->stage_timer);
@@ -1129,7 +1152,6 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     }
     vpf->claim = NULL;
     vpf->want_vfs = vpf->prepare_vfs = 0;
-    migrate_del_blocker(&vpf->migration_blocker);
     vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf, vpf);
     vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf_shape, vpf);
     pf->config_write = vpf->parent_config_write;

@@ -189,8 +189,10 @@ typedef struct VsriovPF {
     bool vfcfg_busy;        /* the guest's command waits for its provider */
     bool vfcfg_prepare;     /* ... and it is PREPARE_VFS */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
-    Error *migration_blocker;
     uint16_t incoming_num_vfs;  /* the migration source's num_vfs */
+    uint16_t incoming_enabled;  /* ... and VFs enabled at its start */
+    bool incoming_loaded;       /* its state came; the VM has not run yet */
+    VMChangeStateEntry *vm_state;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
 } VsriovPF;

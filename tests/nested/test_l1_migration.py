@@ -4,7 +4,8 @@
 
 In the emulated host: the daemon with OVS (its VFs: netdevsim VFs paired
 with vdpa_sim_net devices, their representors ports of br-vpd), and two
-QEMUs with a premapped vsriov-daemon-pool each, on the same daemon pool.
+QEMUs with a vsriov-daemon-pool each, on the same daemon pool, premapped
+and lazy (whose destination claims when the migration starts).
 The source's "guest" (played through qtest: tests/harness/qtest_pci.py)
 enables two VFs and puts VF 0 into VLAN 100.  The VM migrates to the
 destination, which claimed VFs of its own at start: the VF configuration
@@ -26,16 +27,18 @@ QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
 API = "/run/vpd-ovs/api.sock"
 UUID = "6c0b64e2-5f3a-4d8e-9b1f-2f1c8f1e7a01"   # the VM's, on both hosts
 
-def qemu_cmd(name, extra=""):
+def qemu_cmd(name, extra="", lazy=False):
     """A VM of the emulated host whose PF's VFs come from the daemon's pool
-    a (premapped: claimed at start); vdpa_sim maps shared file-backed RAM."""
+    a (premapped: claimed at start; lazy: at VF Enable, or on a migration's
+    destination when it starts); vdpa_sim maps shared file-backed RAM."""
     return (f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
             f"-name vm1 -uuid {UUID} "
             f"-qtest unix:/tmp/{name}-qt.sock,server=on,wait=off -qtest-log /dev/null "
             f"-qmp unix:/tmp/{name}-q.sock,server=on,wait=off "
             "-object memory-backend-memfd,id=mem0,size=512M,share=on "
             "-machine memory-backend=mem0 -m 512M "
-            f"-object vsriov-daemon-pool,id=p0,socket={API},pool=a,count=2 "
+            f"-object vsriov-daemon-pool,id=p0,socket={API},pool=a,count=2"
+            f"{',lazy=on' if lazy else ''} "
             "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
             f"-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 {extra} "
             f"> /scratch/qemu-{name}.log 2>&1 < /dev/null & echo $! > /tmp/{name}.pid")
@@ -53,30 +56,40 @@ def tag(l1host, port):
     return l1host.check(f"ovs-vsctl get Port {port} tag").strip()
 
 
-def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
+@pytest.fixture(scope="module")
+def daemon_host(l1host):
+    """The emulated host with OVS and the daemon (pool a lets a VM's VFs
+    pass a MAC between its QEMUs: a migration); yields vdpa-poolctl."""
     daemon = daemon_binary()
     poolctl = daemon.replace("vdpa-pool-daemon/vdpa-pool-daemon", "vdpa-pool-daemon/vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
     pf = l1host.new_netdevsim(9)
-    # The pool lets a VM's VFs pass a MAC between its QEMUs (a migration).
     conf = OVS_CONF.format(pf=pf).replace("mac-policy = any\n",
                                           "mac-policy = any\nmac-handover = same-owner\n")
     assert "mac-handover" in conf
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{conf}EOF")
     l1host.check(L1_OVS_START, timeout=120)
     start_daemon(l1host, daemon)
+    yield poolctl
+    stop_daemon(l1host)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["premapped", "lazy"])
+def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy):
+    poolctl = daemon_host
 
     def status():
         return {(v["pool"], v["vf"]): v for v in json.loads(
             l1host.check(f"{poolctl} status --json --socket {API}"))}
 
     try:
-        l1host.check(qemu_cmd("src"))
-        src_vfs = qmp(l1host, "src", "query-vsriov")[0]["vfs"]
-        assert [v["backend"] for v in src_vfs] == ["vhost-vdpa"] * 2
+        l1host.check(qemu_cmd("src", lazy=lazy))
+        qmp(l1host, "src", "query-status")
         out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
                            timeout=120)
         assert out.split()[:2] == ["vfe=1", "present=2"], out
+        src_vfs = qmp(l1host, "src", "query-vsriov")[0]["vfs"]
+        assert [v["backend"] for v in src_vfs] == ["vhost-vdpa"] * 2
         assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
                             "vlan 0 100", timeout=60).strip() == "status=0"
         st = status()
@@ -89,6 +102,7 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
 
         # A destination whose VFs the daemon cannot give (another VM holds
         # 3 of the 4 left) does not start, and says why; the source runs on.
+        # (A lazy destination claims when the migration starts: not tested.)
         l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
                      "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
                      f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
@@ -104,13 +118,15 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
                           "python3 -c 'import json,sys; print(sum(1 for v in json.load(sys.stdin) "
                           "if v[\"pool\"] == \"a\" and v[\"owner\"]))') = 2", timeout=30)
 
-        # The destination claims two VFs of its own when it starts.
-        l1host.check(qemu_cmd("dst", "-incoming defer"))
+        # The destination claims two VFs of its own: premapped when it
+        # starts, lazy when the migration starts (the source's count).
+        l1host.check(qemu_cmd("dst", "-incoming defer", lazy=lazy))
         qmp(l1host, "dst", "query-status")
-        st = status()
-        dst_owned = sorted(k for k, v in st.items() if k[0] == "a" and v.get("owner")
-                           and k not in src_owned)
-        assert len(dst_owned) == 2, st
+
+        def dst_claims():
+            return sorted(k for k, v in status().items() if k[0] == "a" and v.get("owner")
+                          and k not in src_owned)
+        assert len(dst_claims()) == (0 if lazy else 2)
 
         qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
         qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
@@ -118,6 +134,8 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
                           "grep -q '\"status\": \"completed\"'", timeout=120)
         l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/dst-q.sock query-status | "
                           "grep -q '\"status\": \"running\"'", timeout=60)
+        dst_owned = dst_claims()
+        assert len(dst_owned) == 2, status()
 
         # The configuration the guest set arrived, and the daemon applied it
         # to the destination's VF: its port is in VLAN 100.
@@ -129,7 +147,9 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
         # The VF keeps its MAC, which was the source daemon VF's: the
         # destination's VF is told to take it (spoof checking lets it
         # through there), and QMP says it is set.
-        assert dst_info[0]["mac"] == src_mac0 and dst_info[0]["config"]["mac"] == src_mac0
+        assert dst_info[0]["mac"] == src_mac0 and dst_info[0]["config"]["mac"] == src_mac0, \
+            [(v["mac"], v["config"].get("mac"), v["config"]["vlan"], v.get("netdev"))
+             for v in src_vfs + dst_info]
         l1host.wait_until(f"ovs-ofctl --no-stats dump-flows br-vpd | grep -q "
                           f"'in_port={dst_owned[0][1] + 1},dl_src={src_mac0} '", timeout=30)
         assert status()[dst_owned[0]]["mac"] == src_mac0
@@ -147,5 +167,7 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host):
             in opened[0], opened
     finally:
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
-                   "2>/dev/null; true")
-        stop_daemon(l1host)
+                   "2>/dev/null; rm -f /tmp/src.pid /tmp/dst.pid /tmp/other.pid; true")
+        # (the next test starts from a pool with nothing claimed)
+        l1host.wait_until(f"! {poolctl} status --json --socket {API} | "
+                          "grep -q '\"owner\": \"[^\"]'", timeout=30)
