@@ -171,3 +171,64 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
         # (the next test starts from a pool with nothing claimed)
         l1host.wait_until(f"! {poolctl} status --json --socket {API} | "
                           "grep -q '\"owner\": \"[^\"]'", timeout=30)
+
+
+@pytest.mark.parametrize("how", ["cancel", "destination-killed"])
+def test_failed_daemon_pool_migration_leaks_nothing(l1host, daemon_host, how):
+    """A migration cancelled, or whose destination is killed, in the middle
+    (at 200 KB/s): the source runs on with its VFs, their port VLAN and
+    flows; the destination's claims go back to the daemon once it is gone;
+    nothing else is claimed."""
+    poolctl = daemon_host
+
+    def claimed():
+        return sorted(v["vf"] for v in json.loads(
+            l1host.check(f"{poolctl} status --json --socket {API}"))
+            if v["pool"] == "a" and v.get("owner"))
+
+    try:
+        l1host.check(qemu_cmd("src"))
+        qmp(l1host, "src", "query-status")
+        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
+                           timeout=120)
+        assert out.split()[:2] == ["vfe=1", "present=2"], out
+        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                            "vlan 0 100", timeout=60).strip() == "status=0"
+        src_claims = claimed()
+        assert len(src_claims) == 2
+        before = flows(l1host)
+        l1host.check(qemu_cmd("dst", "-incoming defer"))
+        qmp(l1host, "dst", "query-status")
+        assert len(claimed()) == 4
+        qmp(l1host, "src", "migrate-set-parameters", {"max-bandwidth": 200 * 1024})
+        qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
+        qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
+        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
+                          "python3 -c 'import json,sys; r=json.load(sys.stdin)[\"return\"]; "
+                          "sys.exit(r.get(\"ram\", {}).get(\"transferred\", 0) < 100000)'",
+                          timeout=60)
+        if how == "cancel":
+            qmp(l1host, "src", "migrate_cancel")
+            want = "cancelled"
+        else:
+            l1host.check("kill -9 $(cat /tmp/dst.pid)")
+            want = "failed"
+        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
+                          f"grep -q '\"status\": \"{want}\"'", timeout=60)
+        # (a cancelled migration's destination waits on: management ends it)
+        l1host.run("kill $(cat /tmp/dst.pid) 2>/dev/null; true")
+        l1host.wait_until(f"test \"$({poolctl} status --json --socket {API} | python3 -c "
+                          "'import json,sys; print(sum(1 for v in json.load(sys.stdin) "
+                          "if v[\"pool\"] == \"a\" and v[\"owner\"]))')\" = 2", timeout=30)
+        assert claimed() == src_claims
+        assert qmp(l1host, "src", "query-status")["status"] == "running"
+        assert flows(l1host) == before
+        assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
+        # The source's guest can still configure its VFs through the daemon.
+        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                            "vlan 0 101", timeout=60).strip() == "status=0"
+    finally:
+        l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) 2>/dev/null; "
+                   "rm -f /tmp/src.pid /tmp/dst.pid /tmp/mig.sock; true")
+        l1host.wait_until(f"! {poolctl} status --json --socket {API} | "
+                          "grep -q '\"owner\": \"[^\"]'", timeout=30)
