@@ -52,9 +52,17 @@ def configured_vpf(netns, guest_factory, name):
     return host, g, pf, dev
 
 
-def destination(g, host, n=2):
+def destination(g, host, n=2, qemu_args=None):
+    """g's migration destination on host's switch, with taps d*."""
     return Guest(g.name + "-dst", g.artifacts, netns=host.name, incoming=True,
-                 qemu_args=vpf_args(n, taps="d"))
+                 qemu_args=qemu_args or vpf_args(n, taps="d"))
+
+
+def lazy_args(taps):
+    """vpf_args(2) with lazy=on."""
+    a = vpf_args(2, taps)
+    a[a.index("vsriov-pool,id=p0,netdevs=b0,netdevs=b1")] += ",lazy=on"
+    return a
 
 
 def test_migrate_with_pods_pinging(netns, guest_factory):
@@ -127,12 +135,6 @@ def test_lazy_pool_migrates(netns, guest_factory):
     host = netns("vsr-mlz")
     host_switch(host, 2)
     host_switch(host, 2, taps="d")
-
-    def lazy_args(taps):
-        a = vpf_args(2, taps)
-        i = a.index("vsriov-pool,id=p0,netdevs=b0,netdevs=b1")
-        a[i] += ",lazy=on"
-        return a
     g = guest_factory("miglazy", netns=host.name, qemu_args=lazy_args("t"))
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
@@ -141,8 +143,7 @@ def test_lazy_pool_migrates(netns, guest_factory):
     vf_into_netns(g, pf, 0, "a", "10.18.0.1/24")
     vf_into_netns(g, pf, 1, "b", "10.18.0.2/24")
     g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP", timeout=30)
-    with Guest("miglazy-dst", g.artifacts, netns=host.name, incoming=True,
-               qemu_args=lazy_args("d")) as dst:
+    with destination(g, host, qemu_args=lazy_args("d")) as dst:
         assert [vf["state"] for vf in qmp_vfs(dst)] == ["disabled", "disabled"]
         (pool,) = dst.qmp.execute("query-vsriov-pools")
         assert pool["free"] == 2, pool      # nothing claimed before the migration
