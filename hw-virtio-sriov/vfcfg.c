@@ -91,38 +91,83 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
     return VSRIOV_VFCFG_S_OK;
 }
 
+static VirtIONet *pf_net(VsriovPF *vpf)
+{
+    return VIRTIO_NET(virtio_bus_get_device(&VIRTIO_PCI(vpf->pf)->bus));
+}
+
 /*
  * The VF's link as its admin link state says, but never up while the
  * host holds its backend's link down (set_link): the guest's PF driver
- * cannot override the host.
+ * cannot override the host, nor the host's set_link of the backend the
+ * guest's "disable".
  */
-static void vf_apply_link(VsriovPF *vpf, uint16_t i)
+static bool vf_link_down(VsriovPF *vpf, uint16_t i)
 {
-    VirtIONet *n = vf_net(vpf, i);
-    NetClientState *nc = qemu_get_queue(n->nic);
-    NetClientState *pf_nc;
-    bool down;
+    NetClientState *nc = qemu_get_queue(vf_net(vpf, i)->nic);
+    bool backend_down = nc->peer && nc->peer->link_down;
 
     switch (vpf->vfcfg[i].link_state) {
     case VSRIOV_VFCFG_LINK_ENABLE:
-        down = nc->peer && nc->peer->link_down;
-        break;
+        return backend_down;
     case VSRIOV_VFCFG_LINK_DISABLE:
-        down = true;
-        break;
+        return true;
     default:
         /* auto: the VF's link follows the PF's */
-        pf_nc = qemu_get_queue(VIRTIO_NET(virtio_bus_get_device(
-            &VIRTIO_PCI(vpf->pf)->bus))->nic);
-        down = pf_nc->link_down || (nc->peer && nc->peer->link_down);
-        break;
+        return qemu_get_queue(pf_net(vpf)->nic)->link_down || backend_down;
     }
+}
+
+static void vf_apply_link(VsriovPF *vpf, uint16_t i)
+{
+    NetClientState *nc = qemu_get_queue(vf_net(vpf, i)->nic);
+    bool down = vf_link_down(vpf, i);
+
     if (nc->link_down != down) {
         nc->link_down = down;
         if (nc->info->link_status_changed) {
             nc->info->link_status_changed(nc);
         }
     }
+}
+
+/*
+ * The link policy of the PF and of its VFs (VirtIONet.link_policy,
+ * qemu-patches/0013), run when the host changes a link (set_link): a
+ * VF's link is as vf_link_down() says, and the VFs whose link state is
+ * auto follow the PF's.
+ */
+static void link_policy(VirtIONet *n, void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    if (!vpf->vfcfg) {
+        return;
+    }
+    if (n == pf_net(vpf)) {
+        for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+            if (vpf->vfs[i] &&
+                vpf->vfcfg[i].link_state == VSRIOV_VFCFG_LINK_AUTO) {
+                vf_apply_link(vpf, i);
+            }
+        }
+        return;
+    }
+    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
+        if (vpf->vfs[i] && n == vf_net(vpf, i)) {
+            /* (its device reports the link once this returns) */
+            qemu_get_queue(n->nic)->link_down = vf_link_down(vpf, i);
+            trace_vsriov_vf_link(i, vpf->vfcfg[i].link_state,
+                                 qemu_get_queue(n->nic)->link_down);
+            return;
+        }
+    }
+}
+
+void vsriov_vfcfg_follow_link(VsriovPF *vpf, VirtIONet *n)
+{
+    n->link_policy = link_policy;
+    n->link_policy_opaque = vpf;
 }
 
 /*
@@ -358,9 +403,7 @@ int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
 /* Whether @c is a configuration a VF of @vpf can have: 0 or -EINVAL. */
 int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c)
 {
-    VirtIONet *pf_net = VIRTIO_NET(virtio_bus_get_device(
-        &VIRTIO_PCI(vpf->pf)->bus));
-    int32_t speed = pf_net->net_conf.speed;
+    int32_t speed = pf_net(vpf)->net_conf.speed;
 
     if ((c->mac_set && !valid_unicast(c->mac)) ||
         c->vlan > VLAN_VID_MAX || c->qos > 7 ||

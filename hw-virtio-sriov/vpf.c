@@ -275,6 +275,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
         pci_config_set_vendor_id(vf->config, 0xffff);
         pci_config_set_device_id(vf->config, 0xffff);
     }
+    vsriov_vfcfg_follow_link(vpf, vsriov_vf_net(vf));
     return vf; /* one reference for us, one for the child property */
 }
 
@@ -1087,6 +1088,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     }
     vsriov_vfcfg_init(vpf, cap_offset + cap_size);
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
+    vsriov_vfcfg_follow_link(vpf, VIRTIO_NET(vdev));
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
 
     vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf_shape, vpf);

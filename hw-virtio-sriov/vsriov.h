@@ -243,6 +243,8 @@ bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
 void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
 void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret);
 void vsriov_vfcfg_post_load(VsriovPF *vpf);
+/* The PF's or a VF's link follows the VF link policy (set_link). */
+void vsriov_vfcfg_follow_link(VsriovPF *vpf, VirtIONet *n);
 /*
  * A VF configuration change asked by the guest completed: 0, or the
  * provider's negative errno, -EIO (the VF's backend took no MAC) or

@@ -7,8 +7,9 @@
  * configuration reports, and sends group administration commands
  * (docs/vf-config-channel.md, docs/virtio-spec/): discovery, every
  * member command with good and bad arguments, a SET that fails leaving
- * nothing changed, a driver-restricted capability, buffers shorter and
- * longer than the structures, and random commands.
+ * nothing changed, a driver-restricted capability, the VFs' links as
+ * the host changes links, buffers shorter and longer than the
+ * structures, and random commands.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -306,24 +307,45 @@ static struct vsriov_admin_net_member_cfg cfg_get(Admin *a, uint64_t member)
     return c;
 }
 
-/* query-vsriov's view of VF @index: its VLAN */
-static int64_t qmp_vlan(QTestState *qts, int index)
+/* query-vsriov's view of VF @index (a reference the caller drops) */
+static QDict *qmp_vf(QTestState *qts, int index)
 {
     QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-vsriov' }");
     QList *pfs = qdict_get_qlist(resp, "return");
     QList *vfs = qdict_get_qlist(qobject_to(QDict, qlist_peek(pfs)), "vfs");
     QListEntry *e;
-    int64_t vlan = -1;
+    QDict *found = NULL;
 
     QLIST_FOREACH_ENTRY(vfs, e) {
         QDict *vf = qobject_to(QDict, qlist_entry_obj(e));
 
         if (qdict_get_int(vf, "index") == index) {
-            vlan = qdict_get_int(qdict_get_qdict(vf, "config"), "vlan");
+            found = qobject_ref(vf);
         }
     }
     qobject_unref(resp);
+    g_assert(found);
+    return found;
+}
+
+/* ... its VLAN */
+static int64_t qmp_vlan(QTestState *qts, int index)
+{
+    QDict *vf = qmp_vf(qts, index);
+    int64_t vlan = qdict_get_int(qdict_get_qdict(vf, "config"), "vlan");
+
+    qobject_unref(vf);
     return vlan;
+}
+
+/* ... whether its link is up */
+static bool qmp_link_up(QTestState *qts, int index)
+{
+    QDict *vf = qmp_vf(qts, index);
+    bool up = qdict_get_bool(vf, "link-up");
+
+    qobject_unref(vf);
+    return up;
 }
 
 /* The upstream driver's discovery: LIST_QUERY/USE, capabilities. */
@@ -536,6 +558,59 @@ static void test_set_get(void)
     qtest_quit(a.qts);
 }
 
+static void set_link(QTestState *qts, const char *netdev, bool up)
+{
+    qtest_qmp_assert_success(qts, "{ 'execute': 'set_link', 'arguments': "
+                             "{ 'name': %s, 'up': %i } }", netdev, up);
+}
+
+static void link_state(Admin *a, uint64_t member, uint8_t state)
+{
+    struct vsriov_admin_net_member_cfg c = { .link_state = state };
+    Res r;
+
+    g_assert_cmpuint(cfg_set(a, member, VSRIOV_ADMIN_FIELD_LINK_STATE, &c,
+                             &r), ==, VIRTIO_ADMIN_STATUS_OK);
+}
+
+/*
+ * The VFs' links when the host changes links later (set_link): an auto
+ * VF follows the PF's, an up one keeps its own, and the host's set_link
+ * of a backend never lifts a VF the driver set down; nor does the driver
+ * lift one the host holds down.
+ */
+static void test_link(void)
+{
+    Admin a;
+
+    start(&a, false);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 2);
+    g_assert(qmp_link_up(a.qts, 0) && qmp_link_up(a.qts, 1));
+    link_state(&a, 2, VSRIOV_ADMIN_LINK_UP);
+    set_link(a.qts, "pfnet", false);
+    g_assert(!qmp_link_up(a.qts, 0));
+    g_assert(qmp_link_up(a.qts, 1));
+    set_link(a.qts, "pfnet", true);
+    g_assert(qmp_link_up(a.qts, 0));
+
+    link_state(&a, 2, VSRIOV_ADMIN_LINK_DOWN);
+    g_assert(!qmp_link_up(a.qts, 1));
+    set_link(a.qts, "b1", false);
+    set_link(a.qts, "b1", true);
+    g_assert(!qmp_link_up(a.qts, 1));
+    link_state(&a, 2, VSRIOV_ADMIN_LINK_UP);
+    g_assert(qmp_link_up(a.qts, 1));
+
+    set_link(a.qts, "b1", false);
+    g_assert(!qmp_link_up(a.qts, 1));
+    link_state(&a, 2, VSRIOV_ADMIN_LINK_AUTO);
+    g_assert(!qmp_link_up(a.qts, 1));
+    set_link(a.qts, "b1", true);
+    g_assert(qmp_link_up(a.qts, 1));
+    qtest_quit(a.qts);
+}
+
 /* DRIVER_CAP_SET restricts what SET takes; a reset lifts it. */
 static void test_driver_cap(void)
 {
@@ -739,6 +814,7 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/admin/bad-commands", test_bad_commands);
     qtest_add_func("/vsriov/admin/set-get", test_set_get);
     qtest_add_func("/vsriov/admin/driver-cap", test_driver_cap);
+    qtest_add_func("/vsriov/admin/link", test_link);
     qtest_add_func("/vsriov/admin/stats", test_stats);
     qtest_add_func("/vsriov/admin/prepare", test_prepare);
     qtest_add_func("/vsriov/admin/buffer-sizes", test_buffer_sizes);

@@ -207,7 +207,8 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
 def test_guest_cannot_lift_the_hosts_link_down(netns, guest_factory):
     """The host holds a VF's backend link down (QMP set_link): the guest's
     `vf 0 state enable` (or auto) does not bring the VF's link up; when the
-    host lets it up again, the guest's setting applies (issue 20)."""
+    host lets it up again, the guest's setting applies, and a VF the guest
+    disabled stays down (issue 20)."""
     g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vflink")
     g.check(f"ip link set {vf_dev} up")
     carrier = f"cat /sys/class/net/{vf_dev}/carrier"
@@ -218,10 +219,52 @@ def test_guest_cannot_lift_the_hosts_link_down(netns, guest_factory):
         g.check(f"ip link set {dev} vf 0 state {state}")
         assert g.check(carrier).strip() == "0", state
     g.check(f"ip link set {dev} vf 0 state disable")
+    # Nor does the host's set_link of the backend lift the guest's disable
+    # (set_link on a backend sets its NIC's link too; the VF's link policy
+    # sets it back before the VF reports it).
     g.qmp.execute("set_link", {"name": "b0", "up": True})
-    # (set_link on a backend sets its NIC's link too: the guest's
-    # disable applies again with its next change)
+    assert not qmp_vfs(g)[0]["link-up"]
     g.check(f"ip link set {dev} vf 0 state enable")
+    assert qmp_vfs(g)[0]["link-up"]
     g.wait_until(f"{carrier} | grep -qx 1", timeout=30)
     g.check(f"ip link set {dev} vf 0 state disable")
     g.wait_until(f"{carrier} | grep -qx 0", timeout=30)
+
+
+def test_auto_vfs_follow_the_pfs_link(netns, guest_factory):
+    """A VF whose link state is auto follows the PF's link whenever the
+    host changes it (set_link of the PF's netdev), not only when the guest
+    sets the state; one whose state is enable keeps its link (issue 20)."""
+    host = netns("vsr-vfpl")
+    host_switch(host, 2)
+    g = guest_factory("vfpflink", netns=host.name, qemu_args=vpf_args(2))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 2)
+    vfs = [g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/net/").strip()
+           for i in range(2)]
+    g.check(f"ip link set {dev} vf 1 state enable")
+    for v in vfs:
+        g.check(f"ip link set {v} up")
+
+    def carrier(v, up):
+        g.wait_until(f"grep -qx {int(up)} /sys/class/net/{v}/carrier", timeout=30)
+
+    for v in vfs:
+        carrier(v, True)
+    g.qmp.execute("set_link", {"name": "pfnet", "up": False})
+    carrier(vfs[0], False)
+    assert [vf["link-up"] for vf in qmp_vfs(g)] == [False, True]
+    assert g.check(f"cat /sys/class/net/{vfs[1]}/carrier").strip() == "1"
+    g.qmp.execute("set_link", {"name": "pfnet", "up": True})
+    carrier(vfs[0], True)
+    assert [vf["link-up"] for vf in qmp_vfs(g)] == [True, True]
+    # A VF set to auto while the PF's link is down goes down with it, and
+    # comes up with the PF.
+    g.qmp.execute("set_link", {"name": "pfnet", "up": False})
+    carrier(vfs[0], False)
+    g.check(f"ip link set {dev} vf 1 state auto")
+    carrier(vfs[1], False)
+    g.qmp.execute("set_link", {"name": "pfnet", "up": True})
+    for v in vfs:
+        carrier(v, True)
