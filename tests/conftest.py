@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from harness import paths  # noqa: E402
 from harness.agent import AgentError  # noqa: E402
+from harness.libvirt import Libvirtd  # noqa: E402
 from harness.netns import NetNS  # noqa: E402
 from harness.vm import Guest, L1Host  # noqa: E402
 
@@ -54,6 +55,15 @@ def guest_factory(artifacts):
     yield make
     for g in reversed(started):
         g.stop()
+
+
+@pytest.fixture(scope="module")
+def libvirtd():
+    """This machine's libvirtd (started, and stopped after the module, if
+    it was not running)."""
+    d = Libvirtd().start()
+    yield d
+    d.stop()
 
 
 @pytest.fixture(scope="module")

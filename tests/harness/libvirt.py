@@ -78,3 +78,85 @@ class Libvirtd:
                     _sh(f"pkill -9 -x {name}", check=False)
                     break
                 time.sleep(0.1)
+
+
+class SecondLibvirtd:
+    """A second libvirtd on this machine, as a migration destination:
+    libvirt refuses to migrate a domain to the host it runs on (the
+    migration cookie compares host names and host UUIDs), and two daemons
+    on one host would share their state folders.  This one runs in mount
+    and UTS namespaces of its own: its own host name, host UUID and
+    /etc/libvirt, /run/libvirt, /var/lib/libvirt, /var/log/libvirt and
+    /var/cache/libvirt (folders under @root), on this machine's network.
+    Its socket is `socket`; `uri` is its connection URI."""
+
+    HOSTNAME = "vsriov-dst"
+    HOST_UUID = "5a5a5a5a-1818-4000-8000-000000000018"
+    DIRS = {"etc": "/etc/libvirt", "run": "/run/libvirt", "lib": "/var/lib/libvirt",
+            "log": "/var/log/libvirt", "cache": "/var/cache/libvirt"}
+
+    def __init__(self, root):
+        self.root = root
+        self.socket = os.path.join(root, "run", "libvirt-sock")
+        self.uri = f"qemu:///system?socket={self.socket}"
+
+    def virsh(self, args, check=True, timeout=120):
+        return _sh(f"virsh -c '{self.uri}' {args}", check, timeout)
+
+    def domain_log(self, name):
+        """Where this daemon's /var/log/libvirt/qemu/NAME.log is."""
+        return os.path.join(self.root, "log", "qemu", f"{name}.log")
+
+    def _pid(self, name):
+        try:
+            with open(os.path.join(self.root, f"{name}.pid")) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def start(self):
+        for sub in self.DIRS:
+            os.makedirs(os.path.join(self.root, sub), exist_ok=True)
+        for sub in ("qemu", "secrets", "nwfilter"):
+            os.makedirs(os.path.join(self.root, "etc", sub), exist_ok=True)
+        for sub in ("lib/qemu", "log/qemu", "cache/qemu"):
+            os.makedirs(os.path.join(self.root, sub), exist_ok=True)
+        with open(os.path.join(self.root, "etc", "libvirtd.conf"), "w") as f:
+            f.write(f'host_uuid = "{self.HOST_UUID}"\n')
+        # As the first daemon's (Libvirtd), and no cgroups: the two
+        # daemons number their domains alike, so their cgroup folders for
+        # one domain name would be the same.
+        with open(os.path.join(self.root, "etc", "qemu.conf"), "w") as f:
+            f.write("\n".join(CONF_LINES + ["cgroup_controllers = [ ]"]) + "\n")
+        mounts = "".join(f"mount --bind {os.path.join(self.root, sub)} {path} && "
+                         for sub, path in self.DIRS.items())
+        script = (f"{mounts}hostname {self.HOSTNAME} && "
+                  f"virtlogd -d -p {self.root}/virtlogd.pid && "
+                  f"libvirtd -d -p {self.root}/libvirtd.pid")
+        for path in self.DIRS.values():
+            os.makedirs(path, exist_ok=True)
+        _sh(f"unshare --mount --uts --propagation private sh -c '{script}'")
+        deadline = time.monotonic() + 60
+        while not (os.path.exists(self.socket) and
+                   self.virsh("list", check=False).returncode == 0):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError("the second libvirtd did not come up in 60 s")
+            time.sleep(0.1)
+        return self
+
+    def stop(self):
+        for name in ("libvirtd", "virtlogd"):
+            pid = self._pid(name)
+            if pid is None:
+                continue
+            try:
+                os.kill(pid, 15)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 30
+            while os.path.exists(f"/proc/{pid}"):
+                if time.monotonic() > deadline:
+                    os.kill(pid, 9)
+                    break
+                time.sleep(0.1)

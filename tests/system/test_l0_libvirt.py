@@ -25,7 +25,7 @@ import pytest
 
 from harness import paths
 from harness.agent import AgentConnection
-from harness.libvirt import Libvirtd, virsh
+from harness.libvirt import virsh
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +36,12 @@ def qarg(value):
     return f"<qemu:arg value='{value}'/>"
 
 
-def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None):
+def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None, hub=None):
+    """The example domain; each backend a hub port of its own hub, or all
+    on hub @hub (a switch between the VFs inside QEMU)."""
     netdevs = []
     for i, b in enumerate(backends):
-        netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={i + 1}")]
+        netdevs += [qarg("-netdev"), qarg(f"hubport,id={b},hubid={hub or i + 1}")]
     with open(TEMPLATE) as f:
         return string.Template(f.read()).substitute(
             name=name, kernel=paths.guest("vmlinuz-test"),
@@ -48,13 +50,6 @@ def domain_xml(name, artifacts, agent_socket, backends, pool, emulator=None):
             console=os.path.join(artifacts, f"{name}-console.log"),
             agent_socket=agent_socket, netdevs="\n    ".join(netdevs),
             pool_netdevs=",".join(f"netdevs={b}" for b in pool))
-
-
-@pytest.fixture(scope="module")
-def libvirtd():
-    d = Libvirtd().start()
-    yield d
-    d.stop()
 
 
 def connect_agent(path, name, deadline):
