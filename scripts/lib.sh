@@ -72,6 +72,7 @@ HOST_PACKAGES=(
 	clang-14 libclang-rt-14-dev
 	openvswitch-common   # ovs-ofctl: OVS checks the daemon's OpenFlow encoder (unit tests)
 	systemd              # systemd-socket-activate, systemd-analyze: the daemon's unit tests
+	git                  # git am: the upstream plugins' series on their release trees (unit tests)
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)
