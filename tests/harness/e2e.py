@@ -7,9 +7,11 @@ Used by tests/nested/test_l2_e2e.py, scripts/demo and scripts/bench-pods.
 """
 import os
 import re
+import uuid
 
 from . import golang, paths
 from .ovs import L1_OVS_DPDK_START
+from .vm import NestedGuest
 
 BRIDGE = "br-vsriov"
 # The guest gives its pods' VFs MACs of its own (mac-policy = any; the
@@ -148,8 +150,11 @@ class System:
         l1.check(f"cat > /tmp/vpd_client.py <<'EOF'\n{CLIENT}EOF")
         start_daemon(l1, daemon_binary())
 
-    def vm_args(self, pf_vhost, mac):
-        return ["-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
+    def vm_args(self, name, pf_vhost, mac):
+        """The VM's QEMU arguments; its UUID (as libvirt gives one) names
+        its daemon claims, the same on a migration's destination."""
+        return ["-uuid", str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.vsriov.test")),
+                "-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
                 "-machine", "memory-backend=mem0",
                 "-netdev", f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet",
                 "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,"
@@ -164,7 +169,7 @@ class System:
         """The VM: its PF a VDUSE port (MAC mac), its VFs from the daemon
         (lazy)."""
         pf_vhost = vduse_port(self.l1, f"{name}-pf")
-        self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(pf_vhost, mac),
+        self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(name, pf_vhost, mac),
                                    boot_timeout=600)
         self.l2.check("mkdir -p /mnt/tools && mount -t 9p -o trans=virtio,version=9p2000.L "
                       "tools /mnt/tools")
@@ -173,6 +178,14 @@ class System:
                                 ).strip()
         self.pf_dev = self.l2.check(f"ls /sys/bus/pci/devices/{self.pf}/virtio*/net/").strip()
         return self.l2
+
+    def start_destination(self, name="vm1", mac="52:54:00:00:01:00"):
+        """The VM's live-migration destination in the same Level 1: a QEMU
+        started with -incoming, its PF on a VDUSE port of its own, its VFs
+        from the daemon's same pool (claimed when the migration starts)."""
+        pf_vhost = vduse_port(self.l1, f"{name}-dst-pf")
+        return NestedGuest(self.l1, f"{name}-dst", incoming=True,
+                           qemu_args=self.vm_args(name, pf_vhost, mac)).start()
 
     def stop(self):
         if self.l2:

@@ -7,6 +7,7 @@ at Level 0 and 1, through QMP.  Nothing waits a fixed time: each wait is a
 poll or a blocking read with a deadline, and a guest that dies ends the wait
 at once with its console log in the error.
 """
+import json
 import os
 import select
 import shlex
@@ -315,8 +316,9 @@ class NestedGuest(GuestBase):
     L1_AGENT = "/vsriov/guest/vsriov-agent"
 
     def __init__(self, l1, name, *, qemu_args=(), memory="512M", smp=1, append="",
-                 prefix=""):
+                 prefix="", incoming=False):
         self.l1, self.name = l1, name
+        self.incoming = incoming    # a migration's destination: -incoming defer
         self.dir = f"/run/vsriov-{name}"
         self.qemu_args = list(qemu_args)
         self.memory, self.smp, self.append = memory, smp, append
@@ -335,6 +337,8 @@ class NestedGuest(GuestBase):
              "-kernel", "/vsriov/guest/vmlinuz-test", "-initrd", "/vsriov/guest/initramfs-test.gz",
              "-append", f"console=ttyS0 panic=-1 quiet loglevel=4 vsriov.hostname={self.name} "
                         f"{self.append}".strip()]
+        if self.incoming:
+            a += ["-incoming", "defer"]
         return a + self.qemu_args
 
     def start(self, boot_timeout=600):
@@ -342,15 +346,56 @@ class NestedGuest(GuestBase):
         self.l1.check(f"mkdir -p {self.dir} && {{ {self.prefix} setsid {cmd} "
                       f"> /scratch/{self.name}-qemu.log 2>&1 < /dev/null & "
                       f"echo $! > {self.dir}/pid; }}")
+        if self.incoming:
+            self.qmp("query-status")    # (waits for QMP's socket)
+            return self
         res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock "
                           f"--wait {boot_timeout} --pid $(cat {self.dir}/pid) --timeout 30 -- true",
                           timeout=boot_timeout + 60)
         if not res.ok:
-            qlog = tail(os.path.join(self.l1.scratch, f"{self.name}-qemu.log"))
+            qlog = self.qemu_log()
             con = tail(os.path.join(self.l1.scratch, f"{self.name}-console.log"))
             raise AgentError(f"[{self.name}] Level 2 guest did not come up: {res}\n"
                              f"--- L2 qemu log\n{qlog}--- L2 console\n{con}")
         return self
+
+    def qmp(self, cmd, args=None):
+        """One QMP command (harness/qmp.py in Level 1): its return value;
+        an error answer raises, with the guest's QEMU log."""
+        a = f" {shlex.quote(json.dumps(args))}" if args else ""
+        r = json.loads(self.l1.check(f"python3 /src/tests/harness/qmp.py {self.dir}/qmp.sock "
+                                     f"{cmd}{a}", timeout=180))
+        if "return" not in r:
+            raise AgentError(f"[{self.name}] {cmd}: {r}\n--- L2 qemu log\n{self.qemu_log()}")
+        return r["return"]
+
+    def qemu_log(self):
+        return tail(os.path.join(self.l1.scratch, f"{self.name}-qemu.log"))
+
+    def migrate_to(self, dest, timeout=600):
+        """Live-migrate to dest, a NestedGuest(incoming=True) started in the
+        same Level 1, over a Unix socket; returns the source's last
+        query-migrate answer once the destination runs, or raises
+        MigrationFailed."""
+        uri = f"unix:{dest.dir}/migrate.sock"
+        dest.qmp("migrate-incoming", {"uri": uri})
+        self.qmp("migrate", {"uri": uri})
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.qmp("query-migrate")
+            if st.get("status") == "completed":
+                break
+            if st.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
+                raise MigrationFailed(f"[{self.name}] migration to {dest.name}: {st}\n"
+                                      f"--- source qemu log\n{self.qemu_log()}"
+                                      f"--- destination qemu log\n{dest.qemu_log()}")
+            time.sleep(0.2)
+        while dest.qmp("query-status")["status"] != "running":
+            if time.monotonic() > deadline:
+                raise MigrationFailed(f"[{dest.name}] did not run after the migration\n"
+                                      f"--- qemu log\n{dest.qemu_log()}")
+            time.sleep(0.2)
+        return st
 
     def run(self, cmd, timeout=60):
         res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock --wait 60 "

@@ -16,8 +16,10 @@ counted) while the pod's real traffic passes, max_tx_rate caps a stream,
 link state disable/enable, a daemon restart does not stop a stream, a
 stuck daemon makes a VF command fail with EAGAIN and QEMU puts back
 what the daemon applied late, a second VM of another tenant on the same switch is isolated and cannot join
-the first tenant's VLAN, and VFs the guest disables go back to the pool,
-default-deny, claimable again.
+the first tenant's VLAN, VFs the guest disables go back to the pool,
+default-deny, claimable again, and a live migration of the VM is refused
+with QEMU's reason (its vhost-vdpa devices on OVS-DPDK's VDUSE ports offer
+a feature QEMU's shadow virtqueues lack) while the VM runs on.
 
 The tests share one Level 1 host and one VM (a module fixture) and run in
 file order; each leaves the pods as it found them."""
@@ -27,6 +29,7 @@ import statistics
 
 import pytest
 
+from harness.agent import AgentError
 from harness.e2e import (System, daemon_binary, drop_count, port_stats, qos_drops,
                          start_daemon, stop_daemon, vf_port)
 
@@ -357,3 +360,39 @@ def test_stuck_daemon_at_vf_enable(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
     s.enable_vfs(0)
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+
+
+
+def test_vm_on_vduse_ports_cannot_migrate_and_says_why(system):
+    """Live migration (issue 18) of this VM, whose PF and VFs are vhost-vdpa
+    devices on OVS-DPDK's VDUSE ports, to a destination QEMU in the same
+    emulated host (its PF on a VDUSE port of its own, its VFs from the
+    daemon's same pool): QEMU refuses it at once and says why.  QEMU
+    migrates a vhost-vdpa device through shadow virtqueues, which do not
+    support a feature these devices offer (VIRTIO_NET_F_GSO, bit 6, which
+    DPDK's VDUSE devices offer).  The VM runs on as it was: its pods ping,
+    its VFs' ports keep their VLAN, and the destination held no VF."""
+    s = system
+    l1, src = s.l1, s.l2
+    s.enable_vfs(2)
+    for pod in ("a", "b"):
+        s.add_pod(pod, *PODS[pod])
+    src.wait_until("ip -n a link show net1 | grep -q LOWER_UP && "
+                   "ip -n b link show net1 | grep -q LOWER_UP", timeout=60)
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
+    tags = [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)]
+    assert tags == ["100", "100", "4095", "4095"], tags
+    # (QEMU's virtio-9p blocks migration while the guest has it mounted)
+    src.check("umount /mnt/tools")
+    dst = s.start_destination()
+    try:
+        with pytest.raises(AgentError, match=r"vdpa svq does not work with features 0x40"):
+            src.migrate_to(dst)
+    finally:
+        dst.stop()
+    assert src.qmp("query-status")["status"] == "running"
+    assert s.ping("a", "10.40.0.2") == 3
+    assert l1.check("python3 /tmp/vpd_client.py free tenant-a").strip() == "2"
+    assert [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip()
+            for vf in range(4)] == tags
+    src.check("mount -t 9p -o trans=virtio,version=9p2000.L tools /mnt/tools")
