@@ -29,14 +29,13 @@ import pytest
 
 from harness.libvirt import SecondLibvirtd, virsh
 from harness.vm import GuestBase
-from system.guest_net import FIND_PF, enable_vfs, vf_into_netns
 from system.test_l0_libvirt import connect_agent, domain_exists, domain_xml
-from system.test_l0_vf_control import guest_vfs, pf_netdev, qmp_vfs, rebind_vf0, vf_summary
+from system.test_l0_migration import configure_two_pods
+from system.test_l0_vf_control import guest_vfs, qmp_vfs, vf_summary
 
 pytestmark = pytest.mark.slow
 
 NAME = "vsriov-migrate"
-VF0_MAC = "02:00:00:00:18:11"
 PINGS = 300             # at 0.1 s: 30 s, the migration in the middle
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 
@@ -107,19 +106,7 @@ def test_virsh_migrate_live_with_pods_pinging(libvirtd, artifacts):
         agent = connect_agent(src_agent, NAME, time.monotonic() + 60)
         agent.wait_ready(180)
         g = DomainGuest(agent, virsh)
-        pf = g.check(FIND_PF).strip()
-        dev = pf_netdev(g, pf)
-        enable_vfs(g, pf, 2)
-        g.check(f"ip link set {dev} vf 0 mac {VF0_MAC} vlan 100 qos 3 trust on "
-                f"max_tx_rate 1000")
-        g.check(f"ip link set {dev} vf 1 spoofchk off state enable min_tx_rate 10")
-        rebind_vf0(g, pf, VF0_MAC)
-        vf_into_netns(g, pf, 0, "a", "10.18.1.1/24")
-        vf_into_netns(g, pf, 1, "b", "10.18.1.2/24")
-        g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
-                     "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
-        assert " 0% packet loss" in g.check("ip netns exec a ping -c 2 -W 5 10.18.1.2",
-                                            timeout=30)
+        pf, dev = configure_two_pods(g, "10.18.1")
         before_vfs = [vf_summary(vf) for vf in guest_vfs(g, dev)]
         before_qmp = [(vf["mac"], vf["config"]) for vf in qmp_vfs(g)]
         migratable = virsh(f"dumpxml --migratable {NAME}").stdout

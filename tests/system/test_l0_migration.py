@@ -37,6 +37,12 @@ def configured_vpf(netns, guest_factory, name):
     host_switch(host, 2)
     host_switch(host, 2, taps="d")      # the destination's
     g = guest_factory(name, netns=host.name, qemu_args=vpf_args(2))
+    return (host, g) + configure_two_pods(g)
+
+
+def configure_two_pods(g, net="10.18.0"):
+    """In guest g: two VFs configured through the PF, in pods a and b (at
+    net.1 and net.2) that reach each other: (PF address, PF netdev)."""
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, 2)
@@ -44,12 +50,12 @@ def configured_vpf(netns, guest_factory, name):
             f"max_tx_rate 1000")
     g.check(f"ip link set {dev} vf 1 spoofchk off state enable min_tx_rate 10")
     rebind_vf0(g, pf, VF0_MAC)
-    vf_into_netns(g, pf, 0, "a", "10.18.0.1/24")
-    vf_into_netns(g, pf, 1, "b", "10.18.0.2/24")
+    vf_into_netns(g, pf, 0, "a", f"{net}.1/24")
+    vf_into_netns(g, pf, 1, "b", f"{net}.2/24")
     g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
                  "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
-    assert " 0% packet loss" in g.check("ip netns exec a ping -c 2 -W 5 10.18.0.2", timeout=30)
-    return host, g, pf, dev
+    assert " 0% packet loss" in g.check(f"ip netns exec a ping -c 2 -W 5 {net}.2", timeout=30)
+    return pf, dev
 
 
 def destination(g, host, n=2, qemu_args=None):

@@ -58,16 +58,22 @@ def vf_summary(vf):
     }
 
 
-def one_vf_guest(netns, guest_factory, name):
-    """A patched guest with one VF enabled: (guest, PF address, PF netdev,
-    VF netdev)."""
+def vf_guest(netns, guest_factory, name, n):
+    """A patched guest with n VFs enabled: (guest, PF address, PF netdev,
+    the VFs' netdevs)."""
     host = netns(f"vsr-{name[:5]}")
-    host_switch(host, 1)
-    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(1))
+    host_switch(host, n)
+    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(n))
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
-    enable_vfs(g, pf, 1)
-    vf_dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/").strip()
+    enable_vfs(g, pf, n)
+    return g, pf, dev, [g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/net/").strip()
+                        for i in range(n)]
+
+
+def one_vf_guest(netns, guest_factory, name):
+    """vf_guest() with one VF: (guest, PF address, PF netdev, VF netdev)."""
+    g, pf, dev, (vf_dev,) = vf_guest(netns, guest_factory, name, 1)
     return g, pf, dev, vf_dev
 
 
@@ -235,14 +241,7 @@ def test_auto_vfs_follow_the_pfs_link(netns, guest_factory):
     """A VF whose link state is auto follows the PF's link whenever the
     host changes it (set_link of the PF's netdev), not only when the guest
     sets the state; one whose state is enable keeps its link (issue 20)."""
-    host = netns("vsr-vfpl")
-    host_switch(host, 2)
-    g = guest_factory("vfpflink", netns=host.name, qemu_args=vpf_args(2))
-    pf = g.check(FIND_PF).strip()
-    dev = pf_netdev(g, pf)
-    enable_vfs(g, pf, 2)
-    vfs = [g.check(f"ls /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/net/").strip()
-           for i in range(2)]
+    g, pf, dev, vfs = vf_guest(netns, guest_factory, "vfpflink", 2)
     g.check(f"ip link set {dev} vf 1 state enable")
     for v in vfs:
         g.check(f"ip link set {v} up")
