@@ -81,12 +81,27 @@ def golangci_lint(version):
     return binary
 
 
+def netns_names():
+    try:
+        return set(os.listdir("/run/netns"))
+    except FileNotFoundError:
+        return set()
+
+
 def unit_tests(tree_dir):
     """Run the project's unit tests as its Makefile's `test` target does;
     return (Ginkgo specs passed, failed; Go test functions passed, failed)
     and the output."""
     pkgs = [p for p in go(tree_dir, "list", "./...").stdout.split() if not re.search(r"/mocks$", p)]
-    p = go(tree_dir, "test", "-count=1", "-v", "-timeout", TEST_TIMEOUT, *pkgs)
+    made_before = netns_names()
+    try:
+        p = go(tree_dir, "test", "-count=1", "-v", "-timeout", TEST_TIMEOUT, *pkgs)
+    finally:
+        # sriov-cni's specs make network namespaces (containernetworking's
+        # testutils.NewNS: cnitest-<uuid>) and leave some behind.
+        for ns in sorted(netns_names() - made_before):
+            if ns.startswith("cnitest-"):
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     out = ANSI.sub("", p.stdout + p.stderr)
     specs = [tuple(map(int, m)) for m in GINKGO_SUMMARY.findall(out)]
     counts = {
