@@ -25,7 +25,6 @@ The tests share one Level 1 host and one VM (a module fixture) and run in
 file order; each leaves the pods as it found them."""
 import re
 import shlex
-import statistics
 
 import pytest
 
@@ -246,8 +245,12 @@ def while_daemon_stopped(s, cmd):
           f"before, {during} ms while it waited for the stopped daemon")
     assert "rc=0" not in out, out
     assert 4 <= took < 60, "the command did not wait for QEMU's 5 s deadline: " + out
-    assert len(during) >= 3, during
-    assert statistics.median(during) < max(1000, 2 * max(base)), (base, during)
+    # A guest held in QEMU for the daemon is frozen through the wait, so it
+    # answers at most once before the command ends: two answers while it
+    # waited (and the one that saw it end) show a guest that ran.  How long
+    # each round trip took depends on the machine's load and is printed,
+    # not asserted.
+    assert len(during) >= 3, (base, during)
     return out
 
 
