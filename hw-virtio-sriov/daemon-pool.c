@@ -99,6 +99,7 @@ struct VsriovDaemonPool {
     char *socket;
     char *pool;
     uint32_t count;
+    bool handover;          /* ask for the connection's hand-over token */
 
     /* runtime */
     char *id;               /* the object's id (also once unparented) */
@@ -122,7 +123,15 @@ struct VsriovDaemonPool {
     uint32_t *handles;      /* the daemon's handle of each VF */
     DaemonVF *vfs;          /* what the daemon said of each VF */
     bool netdevs_created;
+    /* the daemon's token for this connection (a migration sends it) */
+    uint8_t token[VSRIOV_HANDOVER_SIZE];
+    bool has_token;
+    /* the migration source's, shown with MACs (mac-handover = token) */
+    uint8_t incoming_token[VSRIOV_HANDOVER_SIZE];
+    bool has_incoming_token;
 };
+
+QEMU_BUILD_BUG_ON(VSRIOV_HANDOVER_SIZE != VPD_HANDOVER_SIZE);
 
 static VsriovPoolClass *parent_class;
 
@@ -135,6 +144,33 @@ static struct vpd_builder *msg_new(uint16_t type)
 
     vpd_builder_init(b, type, 0);
     return b;
+}
+
+/* A CLAIM of @count VFs for @owner (with handover, asking for the token). */
+static struct vpd_builder *claim_msg(VsriovDaemonPool *dp, const char *owner,
+                                     uint32_t count)
+{
+    struct vpd_builder *m = msg_new(VPD_MSG_CLAIM);
+    static const uint8_t ask[VPD_HANDOVER_SIZE];
+
+    vpd_put_str(m, VPD_A_POOL, dp->pool);
+    vpd_put_str(m, VPD_A_OWNER, owner);
+    vpd_put_u32(m, VPD_A_COUNT, count);
+    if (dp->handover) {
+        vpd_put_bytes(m, VPD_A_HANDOVER, ask, sizeof(ask));
+    }
+    return m;
+}
+
+/* The hand-over token a CLAIM reply carries: this connection's now. */
+static void note_token(VsriovDaemonPool *dp, const struct vpd_msg *reply)
+{
+    const struct vpd_attr_view *v = vpd_msg_get(reply, VPD_A_HANDOVER);
+
+    if (v && v->len == VPD_HANDOVER_SIZE) {
+        memcpy(dp->token, v->value, VPD_HANDOVER_SIZE);
+        dp->has_token = true;
+    }
 }
 
 /*
@@ -1028,6 +1064,7 @@ static void claim_part_done(DaemonReq *req)
         part->fd = req->fds[0];
         req->nfds = 0;          /* ours now */
         part->got = true;
+        note_token(b->dp, req->reply);
     }
     if (++b->answered == b->n) {
         claim_batch_attach(b);  /* (finishes at once if one failed) */
@@ -1098,13 +1135,10 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
     }
     dp->claiming += n;
     for (unsigned k = 0; k < n; k++) {
-        struct vpd_builder *m = msg_new(VPD_MSG_CLAIM);
         g_autofree char *owner = owner_name(owners[k]);
 
-        vpd_put_str(m, VPD_A_POOL, dp->pool);
-        vpd_put_str(m, VPD_A_OWNER, owner);
-        vpd_put_u32(m, VPD_A_COUNT, 1);
-        req_send(dp, m, 1, claim_part_done, &b->parts[k]);
+        req_send(dp, claim_msg(dp, owner, 1), 1, claim_part_done,
+                 &b->parts[k]);
     }
 }
 
@@ -1267,6 +1301,11 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
     vpd_put_u32(m, VPD_A_HANDLE, dp->handles[i]);
     if ((changed & VSRIOV_VF_CFG_MAC) && c->mac_set) {
         vpd_put_bytes(m, VPD_A_MAC, c->mac, 6);
+        if (dp->has_incoming_token) {
+            /* (the MAC may be one the source's VF has) */
+            vpd_put_bytes(m, VPD_A_HANDOVER, dp->incoming_token,
+                          VPD_HANDOVER_SIZE);
+        }
     }
     if (changed & VSRIOV_VF_CFG_VLAN) {
         vpd_put_u16(m, VPD_A_VLAN, c->vlan);
@@ -1287,6 +1326,27 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
         vpd_put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
     req_send(dp, m, 0, configure_done, call);
+}
+
+static bool daemon_handover_token(VsriovPool *pool,
+                                  uint8_t token[VSRIOV_HANDOVER_SIZE])
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    if (dp->has_token) {
+        memcpy(token, dp->token, VSRIOV_HANDOVER_SIZE);
+    }
+    return dp->has_token;
+}
+
+static void daemon_set_incoming_handover(
+    VsriovPool *pool, const uint8_t token[VSRIOV_HANDOVER_SIZE])
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    memcpy(dp->incoming_token, token, VSRIOV_HANDOVER_SIZE);
+    /* (only with handover=on: a daemon of an earlier release refuses it) */
+    dp->has_incoming_token = dp->handover;
 }
 
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)
@@ -1354,10 +1414,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         k = MIN(dp->count - done, VPD_MSG_FDS);
         g_autofree char *owner = owner_name(id);
 
-        m = msg_new(VPD_MSG_CLAIM);
-        vpd_put_str(m, VPD_A_POOL, dp->pool);
-        vpd_put_str(m, VPD_A_OWNER, owner);
-        vpd_put_u32(m, VPD_A_COUNT, k);
+        m = claim_msg(dp, owner, k);
         reply = transact(dp, m, dp->vhost_fds + done, k, &nfds, errp);
         if (reply && (nfds != k ||
                       parse_handles(reply, dp->handles + done,
@@ -1366,6 +1423,9 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
                        "to CLAIM has %d descriptor(s) for %u VF(s)", id,
                        nfds, k);
             g_clear_pointer(&reply, vpd_msg_free);
+        }
+        if (reply) {
+            note_token(dp, reply);
         }
         if (!reply) {
             for (uint32_t i = 0; i < dp->count; i++) {
@@ -1460,6 +1520,16 @@ static void set_pool(Object *obj, const char *v, Error **errp)
     VSRIOV_DAEMON_POOL(obj)->pool = g_strdup(v);
 }
 
+static bool get_handover(Object *obj, Error **errp)
+{
+    return VSRIOV_DAEMON_POOL(obj)->handover;
+}
+
+static void set_handover(Object *obj, bool v, Error **errp)
+{
+    VSRIOV_DAEMON_POOL(obj)->handover = v;
+}
+
 static void get_count(Object *obj, Visitor *v, const char *name,
                       void *opaque, Error **errp)
 {
@@ -1496,6 +1566,8 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->configure = daemon_configure;
     pc->backend_config = daemon_backend_config;
     pc->backend_mac = daemon_backend_mac;
+    pc->handover_token = daemon_handover_token;
+    pc->set_incoming_handover = daemon_set_incoming_handover;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
@@ -1508,6 +1580,12 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
                               NULL, NULL);
     object_class_property_set_description(oc, "count",
         "how many VFs to claim");
+    object_class_property_add_bool(oc, "handover", get_handover,
+                                   set_handover);
+    object_class_property_set_description(oc, "handover",
+        "get the daemon's hand-over token with each claim, so that a "
+        "migration's destination may take the MACs of this QEMU's VFs "
+        "(the daemon's mac-handover = token)");
 }
 
 static const TypeInfo daemon_pool_info = {

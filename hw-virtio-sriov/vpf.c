@@ -53,6 +53,8 @@
 #include "block/aio.h"
 #include "system/memory.h"
 #include "migration/vmstate.h"
+#include "migration/register.h"
+#include "migration/savevm.h"
 #include "system/runstate.h"
 #include "vsriov.h"
 #include "vfcfg.h"
@@ -506,6 +508,9 @@ static void vpf_start_claim(VsriovPF *vpf)
                     owners->len, vpf_claimed, c);
 }
 
+static void vpf_incoming_failed(VsriovPF *vpf, Error *err);
+static void vpf_approve_switchover(VsriovPF *vpf);
+
 /* What a VF Enable and a PREPARE_VFS waiting for backends learn. */
 static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
 {
@@ -520,6 +525,13 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
                           "VF(s) refused: ", id, vpf->want_vfs);
             vpf->want_vfs = 0;
             pcie_sriov_pf_vfs_ready(vpf->pf, false);
+        } else if (vpf->prepare_vfs && vpf->incoming_staging) {
+            error_prepend(&err, "virtual SR-IOV PF '%s': pool '%s' did not "
+                          "give the %u VF(s) the migration's source has "
+                          "enabled: ", id,
+                          object_get_canonical_path_component(
+                              OBJECT(vpf->pool)), vpf->prepare_vfs);
+            vpf_incoming_failed(vpf, g_steal_pointer(&err));
         } else if (vpf->prepare_vfs) {
             error_prepend(&err, "virtual SR-IOV PF '%s': PREPARE_VFS of %u "
                           "VF(s) failed: ", id, vpf->prepare_vfs);
@@ -527,7 +539,9 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
             error_prepend(&err, "virtual SR-IOV PF '%s': backends for a "
                           "cleared VF Enable: ", id);
         }
-        vsriov_report_guest_err(err);
+        if (err) {
+            vsriov_report_guest_err(err);
+        }
         if (vpf->prepare_vfs) {
             vpf->prepare_vfs = 0;
             vsriov_vfcfg_prepare_done(vpf, ret);
@@ -539,6 +553,10 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
     if (vpf->prepare_vfs && !vpf_missing(vpf, vpf->prepare_vfs)) {
         vpf->prepare_vfs = 0;
         vsriov_vfcfg_prepare_done(vpf, 0);
+        if (vpf->incoming_staging) {
+            vpf->incoming_staging = false;
+            vpf_approve_switchover(vpf);
+        }
     }
     if (vpf->want_vfs && !vpf_missing(vpf, vpf->want_vfs)) {
         trace_vsriov_vfs_backed(id, vpf->want_vfs);
@@ -872,10 +890,13 @@ static bool vpf_post_load_shape(void *opaque, int version_id, Error **errp)
                    DEVICE(vpf->pf)->id, vpf->incoming_enabled, vpf->num_vfs);
         return false;
     }
-    if (vpf->pool->lazy && vpf->incoming_enabled) {
+    if (vpf->pool->lazy && vpf->incoming_enabled &&
+        vsriov_pf_stage_vfs(vpf, vpf->incoming_enabled) > 0) {
         /* (a pool that claims in the caller gets them at VF Enable) */
-        vsriov_pf_stage_vfs(vpf, vpf->incoming_enabled);
+        vpf->incoming_staging = true;
+        return true;
     }
+    vpf_approve_switchover(vpf);
     return true;
 }
 
@@ -893,9 +914,112 @@ static const VMStateDescription vmstate_vsriov_pf_shape = {
     }
 };
 
+/*
+ * A lazy pool's destination claims its VFs' backends when the source's
+ * shape has come, while the source runs on; until they come, the live
+ * section vsriov-pf-claims holds the switch-over (with the switchover-ack
+ * capability), and should its pool not give them, the section's next part
+ * fails the migration, before the source stops.  Its parts carry nothing:
+ * they are the destination's chances to fail it, at most one per
+ * CLAIMS_PART_NS.
+ */
+#define CLAIMS_PART_NS (100 * SCALE_MS)
+
+static void vpf_incoming_failed(VsriovPF *vpf, Error *err)
+{
+    vpf->incoming_staging = false;
+    vpf->incoming_failed = true;
+    error_free(vpf->incoming_err);
+    vpf->incoming_err = err;
+    trace_vsriov_incoming_claims(DEVICE(vpf->pf)->id, false);
+}
+
+static void vpf_approve_switchover(VsriovPF *vpf)
+{
+    int ret;
+
+    trace_vsriov_incoming_claims(DEVICE(vpf->pf)->id, true);
+    if (!vpf->switchover_pending) {
+        return;
+    }
+    vpf->switchover_pending = false;
+    ret = qemu_loadvm_approve_switchover();
+    if (ret) {
+        error_report("virtual SR-IOV PF '%s': switchover ack not sent: %s",
+                     DEVICE(vpf->pf)->id, strerror(-ret));
+    }
+}
+
+static bool vpf_claims_switchover_ack_needed(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    vpf->switchover_pending = true;
+    return true;
+}
+
+static int vpf_claims_save_setup(QEMUFile *f, void *opaque, Error **errp)
+{
+    VsriovPF *vpf = opaque;
+
+    vpf->claims_part_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    return 0;
+}
+
+static bool vpf_claims_is_active_iterate(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if (now - vpf->claims_part_ns < CLAIMS_PART_NS) {
+        return false;
+    }
+    vpf->claims_part_ns = now;
+    return true;
+}
+
+static int vpf_claims_save_iterate(QEMUFile *f, void *opaque)
+{
+    return 1;   /* (no data: this part is all) */
+}
+
+static int vpf_claims_load_state(QEMUFile *f, void *opaque, int version_id)
+{
+    VsriovPF *vpf = opaque;
+
+    if (vpf->incoming_failed) {
+        if (vpf->incoming_err) {
+            error_report_err(g_steal_pointer(&vpf->incoming_err));
+        }
+        return -EBUSY;
+    }
+    return 0;
+}
+
+static int vpf_claims_load_cleanup(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    vpf->incoming_staging = vpf->incoming_failed = false;
+    vpf->switchover_pending = false;
+    error_free(vpf->incoming_err);
+    vpf->incoming_err = NULL;
+    return 0;
+}
+
+static const SaveVMHandlers vpf_claims_handlers = {
+    .save_setup = vpf_claims_save_setup,
+    .is_active_iterate = vpf_claims_is_active_iterate,
+    .save_live_iterate = vpf_claims_save_iterate,
+    .load_state = vpf_claims_load_state,
+    .load_cleanup = vpf_claims_load_cleanup,
+    .switchover_ack_needed = vpf_claims_switchover_ack_needed,
+};
+
 static bool vpf_pre_save(void *opaque, Error **errp)
 {
     VsriovPF *vpf = opaque;
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
     if (vpf->vfcfg_busy || !QLIST_EMPTY(&vpf->vfcfg_ops) || vpf->claim ||
         vpf_wanted(vpf)) {
@@ -905,8 +1029,46 @@ static bool vpf_pre_save(void *opaque, Error **errp)
         error_append_hint(errp, "Migrate again once it has completed.\n");
         return false;
     }
+    vpf->has_handover_token = pc->handover_token &&
+                              pc->handover_token(vpf->pool,
+                                                 vpf->handover_token);
     return true;
 }
+
+/*
+ * The source's provider's hand-over token, which the destination's shows
+ * when a VF takes the MAC it had on the source (a daemon pool's handover).
+ */
+static bool vpf_handover_needed(void *opaque)
+{
+    VsriovPF *vpf = opaque;
+
+    return vpf->has_handover_token;
+}
+
+static bool vpf_handover_post_load(void *opaque, int version_id,
+                                   Error **errp)
+{
+    VsriovPF *vpf = opaque;
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
+    if (pc->set_incoming_handover) {
+        pc->set_incoming_handover(vpf->pool, vpf->handover_token);
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_pf_handover = {
+    .name = "vsriov-pf/handover",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = vpf_handover_needed,
+    .post_load_errp = vpf_handover_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(handover_token, VsriovPF, VSRIOV_HANDOVER_SIZE),
+        VMSTATE_END_OF_LIST()
+    }
+};
 
 static bool vpf_post_load(void *opaque, int version_id, Error **errp)
 {
@@ -964,6 +1126,10 @@ static const VMStateDescription vmstate_vsriov_pf = {
                                              vmstate_vsriov_vf_config,
                                              VsriovVFConfig),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_vsriov_pf_handover,
+        NULL
     }
 };
 
@@ -976,6 +1142,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     unsigned free_backends, max_fns, n;
     g_autofree char *path = NULL;
     g_autofree char *unusable = NULL;
+    g_autofree char *se_id = NULL;
     VirtIODevice *vdev;
     int16_t cap_size;
 
@@ -1093,6 +1260,9 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
 
     vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf_shape, vpf);
     vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf, vpf);
+    se_id = vmstate_if_get_id(VMSTATE_IF(pf));
+    vpf->claims_id = g_strdup_printf("%s/vsriov-pf-claims", se_id);
+    register_savevm_live(vpf->claims_id, 0, 1, &vpf_claims_handlers, vpf);
 
     vpf->parent_config_write = pf->config_write;
     pf->config_write = vpf_config_write;
@@ -1155,6 +1325,10 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->claim = NULL;
     vpf->want_vfs = vpf->prepare_vfs = 0;
     vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf, vpf);
+    unregister_savevm(NULL, vpf->claims_id, vpf);
+    g_clear_pointer(&vpf->claims_id, g_free);
+    error_free(vpf->incoming_err);
+    vpf->incoming_err = NULL;
     vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf_shape, vpf);
     pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {

@@ -52,6 +52,9 @@ typedef struct VsriovVFConfig {
 #define VSRIOV_VF_CFG_TRUST         (1u << 3)
 #define VSRIOV_VF_CFG_LINK_STATE    (1u << 4)
 #define VSRIOV_VF_CFG_RATE          (1u << 5)   /* min and max */
+
+/* A provider's hand-over token (VsriovPoolClass.handover_token) */
+#define VSRIOV_HANDOVER_SIZE 16
 #define VSRIOV_VF_CFG_ALL           0x3fu
 
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
@@ -135,6 +138,16 @@ struct VsriovPoolClass {
      * with g_free().
      */
     char *(*unusable)(VsriovPool *pool);
+    /*
+     * Optional: the provider's hand-over token for what this QEMU holds
+     * (into @token; false: none), which a migration sends, and the one
+     * that came with an incoming migration, which the provider shows when
+     * a VF takes the MAC it had on the source (a daemon's mac-handover).
+     */
+    bool (*handover_token)(VsriovPool *pool,
+                           uint8_t token[VSRIOV_HANDOVER_SIZE]);
+    void (*set_incoming_handover)(VsriovPool *pool,
+                                  const uint8_t token[VSRIOV_HANDOVER_SIZE]);
 };
 
 typedef struct VsriovPoolEntry {
@@ -192,6 +205,14 @@ typedef struct VsriovPF {
     uint16_t incoming_num_vfs;  /* the migration source's num_vfs */
     uint16_t incoming_enabled;  /* ... and VFs enabled at its start */
     bool incoming_loaded;       /* its state came; the VM has not run yet */
+    bool incoming_staging;      /* a lazy pool claims for the incoming VFs */
+    bool incoming_failed;       /* ... and did not give them: it fails */
+    Error *incoming_err;        /* ... why, until the migration says it */
+    bool switchover_pending;    /* the switchover ack waits for the VFs */
+    char *claims_id;            /* the vsriov-pf-claims section's id */
+    int64_t claims_part_ns;     /* (source) when its last part went */
+    uint8_t handover_token[VSRIOV_HANDOVER_SIZE];   /* the pool's, migrated */
+    bool has_handover_token;
     VMChangeStateEntry *vm_state;
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;

@@ -64,6 +64,32 @@ class MigrationFailed(AgentError):
     """A live migration failed, timed out, or its destination did not run."""
 
 
+def migrate(src_qmp, dest_qmp, uri, what, logs, timeout, interval, dest_alive=lambda: True):
+    """The live migration every level runs: the destination listens on
+    @uri, the source sends; then poll the source's query-migrate until it
+    completed and the destination's status until it runs, within @timeout.
+    @src_qmp/@dest_qmp(cmd, args=None) give a command's return value;
+    @what names the migration and @logs() gives both QEMU logs, for the
+    MigrationFailed raised when it failed, timed out, or the destination
+    did not run (or is gone: @dest_alive).  Returns the source's last
+    query-migrate answer."""
+    dest_qmp("migrate-incoming", {"uri": uri})
+    src_qmp("migrate", {"uri": uri})
+    deadline = time.monotonic() + timeout
+    while True:
+        st = src_qmp("query-migrate")
+        if st.get("status") == "completed":
+            break
+        if st.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
+            raise MigrationFailed(f"{what}: {st}\n{logs()}")
+        time.sleep(interval)
+    while dest_qmp("query-status")["status"] != "running":
+        if time.monotonic() > deadline or not dest_alive():
+            raise MigrationFailed(f"{what}: the destination did not run after it\n{logs()}")
+        time.sleep(interval)
+    return st
+
+
 class Guest(GuestBase):
     """A TCG guest run by our QEMU on this machine (Level 0)."""
 
@@ -229,25 +255,11 @@ class Guest(GuestBase):
             caps = [{"capability": k, "state": v} for k, v in cap.items()]
             for g in (self, dest):
                 g.qmp.execute("migrate-set-capabilities", {"capabilities": caps})
-        dest.qmp.execute("migrate-incoming", {"uri": uri})
-        self.qmp.execute("migrate", {"uri": uri})
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self.qmp.execute("query-migrate")
-            if st.get("status") == "completed":
-                break
-            if st.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
-                raise MigrationFailed(
-                    f"[{self.name}] migration to {dest.name}: {st}\n"
-                    f"--- source qemu log\n{tail(self.qemu_log)}"
-                    f"--- destination qemu log\n{tail(dest.qemu_log)}")
-            time.sleep(0.05)
-        while dest.qmp.execute("query-status")["status"] != "running":
-            if time.monotonic() > deadline or dest.proc.poll() is not None:
-                raise MigrationFailed(f"[{dest.name}] did not run after the migration\n"
-                                      f"--- qemu log\n{tail(dest.qemu_log)}")
-            time.sleep(0.05)
-        return st
+        return migrate(self.qmp.execute, dest.qmp.execute, uri,
+                       f"[{self.name}] migration to {dest.name}",
+                       lambda: (f"--- source qemu log\n{tail(self.qemu_log)}"
+                                f"--- destination qemu log\n{tail(dest.qemu_log)}"),
+                       timeout, 0.05, dest_alive=lambda: dest.proc.poll() is None)
 
     def vcpu_report(self):
         """Where each vCPU is (RIP, halted or not), from QEMU's monitor:
@@ -302,6 +314,17 @@ class L1Host(Guest):
         # netdevsim allows 4 VFs unless told otherwise (a debugfs knob).
         self.check(f"echo {max_vfs} > /sys/kernel/debug/netdevsim/netdevsim{dev_id}/max_vfs")
         return pf
+
+    def qmp(self, sock, cmd, args=None, log=lambda: ""):
+        """One QMP command to a QEMU of Level 1 at @sock (harness/qmp.py
+        there): its return value; an error answer raises AgentError, with
+        @log() (that QEMU's log)."""
+        a = f" {shlex.quote(json.dumps(args))}" if args else ""
+        r = json.loads(self.check(f"python3 /src/tests/harness/qmp.py {sock} {cmd}{a}",
+                                  timeout=180))
+        if "return" not in r:
+            raise AgentError(f"[{self.name}] {sock} {cmd}: {r}\n{log()}")
+        return r["return"]
 
     def start_l2(self, name, qemu_args=(), memory="512M", boot_timeout=600, **kw):
         return NestedGuest(self, name, qemu_args=qemu_args, memory=memory, **kw).start(
@@ -362,12 +385,8 @@ class NestedGuest(GuestBase):
     def qmp(self, cmd, args=None):
         """One QMP command (harness/qmp.py in Level 1): its return value;
         an error answer raises, with the guest's QEMU log."""
-        a = f" {shlex.quote(json.dumps(args))}" if args else ""
-        r = json.loads(self.l1.check(f"python3 /src/tests/harness/qmp.py {self.dir}/qmp.sock "
-                                     f"{cmd}{a}", timeout=180))
-        if "return" not in r:
-            raise AgentError(f"[{self.name}] {cmd}: {r}\n--- L2 qemu log\n{self.qemu_log()}")
-        return r["return"]
+        return self.l1.qmp(f"{self.dir}/qmp.sock", cmd, args,
+                           lambda: f"--- L2 qemu log\n{self.qemu_log()}")
 
     def qemu_log(self):
         return tail(os.path.join(self.l1.scratch, f"{self.name}-qemu.log"))
@@ -378,24 +397,10 @@ class NestedGuest(GuestBase):
         query-migrate answer once the destination runs, or raises
         MigrationFailed."""
         uri = f"unix:{dest.dir}/migrate.sock"
-        dest.qmp("migrate-incoming", {"uri": uri})
-        self.qmp("migrate", {"uri": uri})
-        deadline = time.monotonic() + timeout
-        while True:
-            st = self.qmp("query-migrate")
-            if st.get("status") == "completed":
-                break
-            if st.get("status") in ("failed", "cancelled") or time.monotonic() > deadline:
-                raise MigrationFailed(f"[{self.name}] migration to {dest.name}: {st}\n"
-                                      f"--- source qemu log\n{self.qemu_log()}"
-                                      f"--- destination qemu log\n{dest.qemu_log()}")
-            time.sleep(0.2)
-        while dest.qmp("query-status")["status"] != "running":
-            if time.monotonic() > deadline:
-                raise MigrationFailed(f"[{dest.name}] did not run after the migration\n"
-                                      f"--- qemu log\n{dest.qemu_log()}")
-            time.sleep(0.2)
-        return st
+        return migrate(self.qmp, dest.qmp, uri, f"[{self.name}] migration to {dest.name}",
+                       lambda: (f"--- source qemu log\n{self.qemu_log()}"
+                                f"--- destination qemu log\n{dest.qemu_log()}"),
+                       timeout, 0.2)
 
     def run(self, cmd, timeout=60):
         res = self.l1.run(f"{self.L1_AGENT} run --connect {self.dir}/agent.sock --wait 60 "

@@ -11,7 +11,8 @@ MAGIC, VERSION, HEADER = 0x31445056, 1, 16
 CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REPLY, ERROR = 1, 2, 3, 4, 5, 64, 65
 A = dict(POOL=1, OWNER=2, COUNT=3, HANDLE=4, VF=5, VF_INDEX=6, MAC=7, VLAN=8, QOS=9,
          VLAN_PROTO=10, SPOOFCHK=11, TRUST=12, LINK_STATE=13, MIN_TX_RATE=14,
-         MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18, PORT=19, FLOW=20)
+         MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18, PORT=19, FLOW=20,
+         HANDOVER=21)
 NAMES = {v: k for k, v in A.items()}
 FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROTO="<H",
            SPOOFCHK="B", TRUST="B", LINK_STATE="B", MIN_TX_RATE="<I", MAX_TX_RATE="<I",
@@ -58,6 +59,8 @@ def decode_attrs(data):
             out.append((name, struct.unpack(FMT[name], v)[0]))
         elif name in ("MAC",):
             out.append((name, ":".join(f"{b:02x}" for b in v)))
+        elif name == "HANDOVER":
+            out.append((name, bytes(v)))
         else:
             out.append((name, v.rstrip(b"\0").decode()))
     return out
@@ -69,6 +72,7 @@ class Client:
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.seq = 0
+        self.handover = None    # this connection's token, from a CLAIM's REPLY
 
     def close(self):
         self.sock.close()
@@ -116,9 +120,12 @@ class Client:
         assert t == REPLY
         return out, fds
 
-    def claim(self, pool, count, owner="test"):
-        """[(vf dict, fd)] of count VFs claimed from pool."""
-        out, fds = self.request(CLAIM, [("POOL", pool), ("OWNER", owner), ("COUNT", count)])
+    def claim(self, pool, count, owner="test", handover=False):
+        """[(vf dict, fd)] of count VFs claimed from pool; with handover,
+        the REPLY's hand-over token goes to self.handover."""
+        attrs = [("POOL", pool), ("OWNER", owner), ("COUNT", count)]
+        out, fds = self.request(CLAIM, attrs + ([("HANDOVER", bytes(16))] if handover else []))
+        self.handover = dict(out).get("HANDOVER", self.handover)
         vfs = [v for n, v in out if n == "VF"]
         assert len(vfs) == len(fds) == count, (out, fds)
         return list(zip(vfs, fds))
@@ -126,12 +133,16 @@ class Client:
     def release(self, handle):
         self.request(RELEASE, [("HANDLE", handle)])
 
-    def set_attrs(self, handle, **attrs):
+    def set_attrs(self, handle, handover=None, **attrs):
+        """SET_ATTRS of the VF @handle; @handover: another connection's
+        hand-over token (bytes) to show."""
         items = [("HANDLE", handle)]
         for k, v in attrs.items():
             name = k.upper()
             items.append((name, bytes(int(x, 16) for x in v.split(":")) if name == "MAC"
                           else v))
+        if handover is not None:
+            items.append(("HANDOVER", handover))
         out, _ = self.request(SET_ATTRS, items)
         return dict(out)["VF"]
 

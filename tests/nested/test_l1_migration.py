@@ -12,7 +12,10 @@ destination, which claimed VFs of its own at start: the VF configuration
 arrives there (QMP), the daemon applies it to the destination's VFs (their
 ports get tag 100 and the flows), and once the source QEMU is gone its
 VFs are free again, default-deny (VLAN 4095).  A destination that cannot
-claim VFs (the pool is empty) never starts, and the source goes on."""
+claim VFs (the pool is empty) never starts, and the source goes on; a lazy
+one fails the migration when its claim is refused, before the source
+stops.  The migrations run with switchover-ack: the source does not stop
+before the destination's VFs are there."""
 import json
 
 import pytest
@@ -37,7 +40,7 @@ def qemu_cmd(name, extra="", lazy=False):
             f"-qmp unix:/tmp/{name}-q.sock,server=on,wait=off "
             "-object memory-backend-memfd,id=mem0,size=512M,share=on "
             "-machine memory-backend=mem0 -m 512M "
-            f"-object vsriov-daemon-pool,id=p0,socket={API},pool=a,count=2"
+            f"-object vsriov-daemon-pool,id=p0,socket={API},pool=a,count=2,handover=on"
             f"{',lazy=on' if lazy else ''} "
             "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
             f"-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 {extra} "
@@ -45,11 +48,15 @@ def qemu_cmd(name, extra="", lazy=False):
 
 
 def qmp(l1host, name, cmd, args=None):
-    a = f" '{json.dumps(args)}'" if args else ""
-    r = json.loads(l1host.check(f"python3 /src/tests/harness/qmp.py /tmp/{name}-q.sock {cmd}{a}",
-                                timeout=120))
-    assert "return" in r, (r, l1host.check(f"cat /scratch/qemu-{name}.log"))
-    return r["return"]
+    """QMP to the Level 1 QEMU @name (qemu_cmd's sockets and log)."""
+    return l1host.qmp(f"/tmp/{name}-q.sock", cmd, args,
+                      lambda: l1host.check(f"cat /scratch/qemu-{name}.log"))
+
+
+# The destination acknowledges the switch-over once its VFs are there (a
+# lazy pool's claim): the source does not stop before.
+ACK = {"capabilities": [{"capability": c, "state": True}
+                        for c in ("return-path", "switchover-ack")]}
 
 
 def tag(l1host, port):
@@ -59,13 +66,14 @@ def tag(l1host, port):
 @pytest.fixture(scope="module")
 def daemon_host(l1host):
     """The emulated host with OVS and the daemon (pool a lets a VM's VFs
-    pass a MAC between its QEMUs: a migration); yields vdpa-poolctl."""
+    pass a MAC between its QEMUs, a migration, with the source's hand-over
+    token); yields vdpa-poolctl."""
     daemon = daemon_binary()
     poolctl = daemon.replace("vdpa-pool-daemon/vdpa-pool-daemon", "vdpa-pool-daemon/vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
     pf = l1host.new_netdevsim(9)
     conf = OVS_CONF.format(pf=pf).replace("mac-policy = any\n",
-                                          "mac-policy = any\nmac-handover = same-owner\n")
+                                          "mac-policy = any\nmac-handover = token\n")
     assert "mac-handover" in conf
     l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{conf}EOF")
     l1host.check(L1_OVS_START, timeout=120)
@@ -99,10 +107,21 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
         src_mac0 = src_vfs[0]["mac"]
         assert tag(l1host, src_port0) == "100"
         assert st[src_owned[0]]["mac"] == src_mac0
+        # Another client of the same uid, claiming under the VM's own owner
+        # name, cannot take the source VF's MAC: only the source's
+        # hand-over token lends it, which the migration carries.
+        thief = ("import sys; sys.path.insert(0, '/src/tests'); from harness import vpd; "
+                 f"c = vpd.Client('{API}'); "
+                 f"((vf, fd),) = c.claim('a', 1, owner='p0@{UUID}', handover=True); "
+                 f"c.set_attrs(vf['HANDLE'], mac='{src_mac0}')")
+        r = l1host.run(f'python3 -c "{thief}"', timeout=60)
+        assert r.status != 0 and f"[errno 98] MAC {src_mac0} is in use by another VF" \
+            in r.stderr, str(r)
 
         # A destination whose VFs the daemon cannot give (another VM holds
         # 3 of the 4 left) does not start, and says why; the source runs on.
-        # (A lazy destination claims when the migration starts: not tested.)
+        # (A lazy destination claims when the migration starts: the next
+        # test.)
         l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
                      "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
                      f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
@@ -128,6 +147,8 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
                           and k not in src_owned)
         assert len(dst_claims()) == (0 if lazy else 2)
 
+        for side in ("src", "dst"):
+            qmp(l1host, side, "migrate-set-capabilities", ACK)
         qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
         qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
         l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
@@ -169,6 +190,64 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
                    "2>/dev/null; rm -f /tmp/src.pid /tmp/dst.pid /tmp/other.pid; true")
         # (the next test starts from a pool with nothing claimed)
+        l1host.wait_until(f"! {poolctl} status --json --socket {API} | "
+                          "grep -q '\"owner\": \"[^\"]'", timeout=30)
+
+
+def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_host):
+    """A lazy destination claims its VFs when the source's shape arrives,
+    while the source runs; when the daemon cannot give them (another VM
+    holds 3 of the 4 left) the migration fails then, before the source
+    stops: the destination says which pool and why, and exits; the source
+    runs on with its VFs and their VLAN; nothing else stays claimed.  With
+    switchover-ack the source could not have stopped before the claim's
+    answer."""
+    poolctl = daemon_host
+
+    def claimed():
+        return sorted(v["vf"] for v in json.loads(
+            l1host.check(f"{poolctl} status --json --socket {API}"))
+            if v["pool"] == "a" and v.get("owner"))
+
+    try:
+        l1host.check(qemu_cmd("src"))
+        qmp(l1host, "src", "query-status")
+        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
+                           timeout=120)
+        assert out.split()[:2] == ["vfe=1", "present=2"], out
+        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                            "vlan 0 100", timeout=60).strip() == "status=0"
+        l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+                     "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
+                     f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
+                     "> /scratch/qemu-other.log 2>&1 < /dev/null & echo $! > /tmp/other.pid")
+        qmp(l1host, "other", "query-status")
+        before_claims, before_flows = claimed(), flows(l1host)
+        assert len(before_claims) == 5
+        l1host.check(qemu_cmd("dst", "-incoming defer", lazy=True))
+        qmp(l1host, "dst", "query-status")
+        for side in ("src", "dst"):
+            qmp(l1host, side, "migrate-set-capabilities", ACK)
+        qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
+        qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
+        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
+                          "grep -q '\"status\": \"failed\"'", timeout=120)
+        assert qmp(l1host, "src", "query-status")["status"] == "running"
+        l1host.wait_until("! kill -0 $(cat /tmp/dst.pid) 2>/dev/null", timeout=60)
+        log = l1host.check("cat /scratch/qemu-dst.log")
+        assert "virtual SR-IOV PF 'pf0': pool 'p0' did not give the 2 VF(s) the " \
+            "migration's source has enabled" in log and \
+            "pool 'a' has 1 free VF(s), 2 asked" in log, log
+        assert claimed() == before_claims
+        assert flows(l1host) == before_flows
+        assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
+        # the source's guest still configures its VFs through the daemon
+        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                            "vlan 0 101", timeout=60).strip() == "status=0"
+    finally:
+        l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
+                   "2>/dev/null; rm -f /tmp/src.pid /tmp/dst.pid /tmp/other.pid /tmp/mig.sock; "
+                   "true")
         l1host.wait_until(f"! {poolctl} status --json --socket {API} | "
                           "grep -q '\"owner\": \"[^\"]'", timeout=30)
 

@@ -153,7 +153,9 @@ def test_lazy_pool_migrates(netns, guest_factory):
         assert [vf["state"] for vf in qmp_vfs(dst)] == ["disabled", "disabled"]
         (pool,) = dst.qmp.execute("query-vsriov-pools")
         assert pool["free"] == 2, pool      # nothing claimed before the migration
-        g.migrate_to(dst)
+        # (the destination acknowledges the switch-over once its VFs are
+        # staged: a static pool's at once)
+        g.migrate_to(dst, cap={"return-path": True, "switchover-ack": True})
         vfs = qmp_vfs(dst)
         assert [(vf["state"], vf["netdev"]) for vf in vfs] == \
             [("enabled", "b0"), ("enabled", "b1")], vfs

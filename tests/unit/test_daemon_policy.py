@@ -15,8 +15,8 @@ from unit import test_daemon
 daemon = test_daemon.daemon
 
 
-def claim_one(c, pool):
-    ((vf, fd),) = c.claim(pool, 1)
+def claim_one(c, pool, handover=False):
+    ((vf, fd),) = c.claim(pool, 1, handover=handover)
     os.close(fd)
     return vf
 
@@ -54,6 +54,41 @@ def test_mac_of_another_vf_is_refused(daemon):
         c1.set_attrs(v1["HANDLE"], mac="02:00:00:00:00:11")
         assert c2.set_attrs(v2["HANDLE"], mac="02:00:00:00:00:10")["MAC"] == \
             "02:00:00:00:00:10"
+
+
+def test_mac_hands_over_with_the_sources_token_only():
+    """mac-handover = token: a migration's destination may take the MAC of
+    the source's VF only by showing the source connection's hand-over
+    token, which the daemon gives in each CLAIM's REPLY to that connection
+    alone.  The same uid and owner name are not enough, nor a made-up
+    token, nor one's own; a token shown lends only its owner's MACs."""
+    dm = test_daemon.make_daemon(config=test_daemon.CONFIG.replace(
+        "mac-policy = any\n", "mac-policy = any\nmac-handover = token\n"))
+    try:
+        with dm.client() as src, dm.client() as dst, dm.client() as other:
+            s, d, o = (claim_one(c, "a", handover=True) for c in (src, dst, other))
+            tokens = (src.handover, dst.handover, other.handover)
+            assert all(t and len(t) == 16 for t in tokens) and len(set(tokens)) == 3, tokens
+            # (a client that does not ask gets none: it may not know the attribute)
+            with dm.client() as old:
+                claim_one(old, "b")
+                assert old.handover is None
+            src.set_attrs(s["HANDLE"], mac="02:00:00:00:00:33")
+            for c, v, token in ((dst, d, None), (dst, d, bytes(16)), (dst, d, dst.handover),
+                                (other, o, None), (other, o, other.handover)):
+                with pytest.raises(vpd.DaemonError) as e:
+                    c.set_attrs(v["HANDLE"], mac="02:00:00:00:00:33", handover=token)
+                assert e.value.errno == errno.EADDRINUSE, (token, e.value)
+            # The source's token lends the source's MACs, and no other VF's.
+            out = dst.set_attrs(d["HANDLE"], mac="02:00:00:00:00:33", handover=src.handover)
+            assert out["MAC"] == "02:00:00:00:00:33"
+            with pytest.raises(vpd.DaemonError) as e:
+                dst.set_attrs(d["HANDLE"], mac=o["MAC"], handover=src.handover)
+            assert e.value.errno == errno.EADDRINUSE
+            # (a later change keeps the MAC the destination took)
+            assert dst.set_attrs(d["HANDLE"], vlan=101)["MAC"] == "02:00:00:00:00:33"
+    finally:
+        test_daemon.finish_daemon(dm)
 
 
 def test_daemon_refuses_pools_sharing_a_vlan_on_its_bridge(tmp_path):

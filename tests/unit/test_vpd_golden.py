@@ -21,7 +21,7 @@ GOLDEN = {
     "set-attrs": (vpd.SET_ATTRS, 9, [("HANDLE", 3), ("MAC", MAC), ("VLAN", 100), ("QOS", 5),
                                      ("VLAN_PROTO", 0x88a8), ("SPOOFCHK", 1), ("TRUST", 0),
                                      ("LINK_STATE", 2), ("MIN_TX_RATE", 10),
-                                     ("MAX_TX_RATE", 1000)]),
+                                     ("MAX_TX_RATE", 1000), ("HANDOVER", bytes(range(16)))]),
     "query": (vpd.QUERY, 10, []),
     "reply-claim": (vpd.REPLY, 7, [("VF", [("HANDLE", 3), ("VF_INDEX", 2), ("MAC", MAC),
                                            ("SPOOFCHK", 1),

@@ -426,12 +426,15 @@ static bool pool_key(struct parser *p, const char *key, const char *val,
 			return fail(p, error, "spoof-check must be yes or no, not '%s'", val);
 		pool->spoof_check = b;
 	} else if (!strcmp(key, "mac-handover")) {
-		if (!strcmp(val, "same-owner"))
-			pool->mac_handover = true;
+		if (!strcmp(val, "token"))
+			pool->mac_handover = VPD_HANDOVER_TOKEN;
+		else if (!strcmp(val, "same-owner"))
+			pool->mac_handover = VPD_HANDOVER_SAME_OWNER;
 		else if (!strcmp(val, "no"))
-			pool->mac_handover = false;
+			pool->mac_handover = VPD_HANDOVER_NO;
 		else
-			return fail(p, error, "mac-handover must be no or same-owner, not '%s'",
+			return fail(p, error,
+				    "mac-handover must be no, token or same-owner, not '%s'",
 				    val);
 	} else {
 		return fail(p, error, "unknown key '%s' in [pool %s]", key, pool->name);

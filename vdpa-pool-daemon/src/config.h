@@ -17,6 +17,15 @@
 #define VPD_CONFIG_ERROR (vpd_config_error_quark())
 GQuark vpd_config_error_quark(void);
 
+/* Which claimed VF may take the MAC another has (a migration's hand-over). */
+enum vpd_mac_handover {
+	VPD_HANDOVER_NO,          /* none (the default) */
+	VPD_HANDOVER_TOKEN,       /* one whose client shows the other's client's
+				   * hand-over token (SET_ATTRS HANDOVER) */
+	VPD_HANDOVER_SAME_OWNER,  /* one claimed by the same uid under the same
+				   * owner name */
+};
+
 enum vpd_mac_policy {
 	VPD_MAC_ANY,      /* the client may set any unicast MAC */
 	VPD_MAC_LOCKED,   /* the daemon's MAC only (the default) */
@@ -51,8 +60,7 @@ struct vpd_pool {
 	uint64_t max_tx_rate_mbps;   /* 0: no limit a client may ask above */
 	bool spoof_check;            /* default for claimed VFs (clients may not
 				      * turn it off unless trusted) */
-	bool mac_handover;           /* VFs claimed by one uid under one owner
-				      * name may pass a MAC (migrations) */
+	enum vpd_mac_handover mac_handover;
 	unsigned line;
 };
 

@@ -273,28 +273,44 @@ static bool invalid(GError **error, const char *fmt, ...)
  */
 /*
  * Whether claimed VFs e and o belong to one VM, in pools that let MACs
- * pass so (mac-handover = same-owner): two clients of the same uid claimed
- * them under the same owner name (a VM's QEMU names its claims after the
- * VM's UUID or name, which a migration's destination shares with its
- * source).  The destination's VF may then take the MAC the guest had on
- * the source's.  The owner name is the client's word: the pool's uids are
- * trusted not to borrow another VM's (docs/daemon-config.md).
+ * pass (mac-handover), for a request of e's client that showed the
+ * hand-over token of client handover_from (0: none).  The destination's
+ * VF may then take the MAC the guest had on the source's.
+ * - token: o is handover_from's.  The daemon gives a connection's token
+ *   to that connection only (CLAIM's REPLY); the source QEMU sends it to
+ *   the destination in the migration stream, so only a client that the
+ *   source's owner trusted with it can show it.
+ * - same-owner: two clients of the same uid claimed them under the same
+ *   owner name (a VM's QEMU names its claims after the VM's UUID or name,
+ *   which a migration's destination shares with its source).  The owner
+ *   name is the client's word: the pool's uids are trusted not to borrow
+ *   another VM's (docs/daemon-config.md).
  */
-static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o)
+static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o,
+		    uint64_t handover_from)
 {
-	return e->pool->mac_handover && o->pool == e->pool && e->claimed && o->claimed &&
-	       e->client != o->client && e->uid == o->uid && e->owner && o->owner &&
-	       *e->owner && !strcmp(e->owner, o->owner);
+	if (o->pool != e->pool || !e->claimed || !o->claimed || e->client == o->client)
+		return false;
+	switch (e->pool->mac_handover) {
+	case VPD_HANDOVER_TOKEN:
+		return handover_from && o->client == handover_from;
+	case VPD_HANDOVER_SAME_OWNER:
+		return e->uid == o->uid && e->owner && o->owner && *e->owner &&
+		       !strcmp(e->owner, o->owner);
+	case VPD_HANDOVER_NO:
+		break;
+	}
+	return false;
 }
 
 /* Whether mac is the daemon's or the current MAC of a VF of e's VM. */
 static bool vm_mac(const struct vpd_pools *pools, const struct vpd_entry *e,
-		   const uint8_t mac[6])
+		   const uint8_t mac[6], uint64_t handover_from)
 {
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *o = pools->entries->pdata[i];
 
-		if (o != e && same_vm(e, o) &&
+		if (o != e && same_vm(e, o, handover_from) &&
 		    (!memcmp(mac, o->default_mac, 6) || !memcmp(mac, o->attrs.mac, 6)))
 			return true;
 	}
@@ -302,7 +318,7 @@ static bool vm_mac(const struct vpd_pools *pools, const struct vpd_entry *e,
 }
 
 static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
-		      const uint8_t mac[6], bool *current)
+		      const uint8_t mac[6], uint64_t handover_from, bool *current)
 {
 	static const uint8_t zero[6];
 
@@ -311,7 +327,7 @@ static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *o = pools->entries->pdata[i];
 
-		if (o == e || same_vm(e, o))
+		if (o == e || same_vm(e, o, handover_from))
 			continue;
 		*current = o->claimed && !memcmp(mac, o->attrs.mac, 6);
 		if (*current || !memcmp(mac, o->default_mac, 6))
@@ -323,6 +339,13 @@ static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
 bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *a,
 			 GError **error)
+{
+	return vpd_pools_set_attrs_from(pools, e, client, a, 0, error);
+}
+
+bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
+			      uint64_t client, const struct vpd_vf_attrs *a,
+			      uint64_t handover_from, GError **error)
 {
 	const struct vpd_pool *p = e->pool;
 	static const uint8_t zero[6];
@@ -340,13 +363,13 @@ bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 	 * that another VF of the same VM has (a migration's hand-over).
 	 */
 	keep_mac = !memcmp(a->mac, e->attrs.mac, 6);
-	own_mac = keep_mac || !memcmp(a->mac, e->default_mac, 6) || vm_mac(pools, e, a->mac);
+	own_mac = keep_mac || !memcmp(a->mac, e->default_mac, 6) || vm_mac(pools, e, a->mac, handover_from);
 	if (p->mac_policy == VPD_MAC_LOCKED && !own_mac)
 		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
 	if (p->mac_policy == VPD_MAC_PREFIX && !own_mac &&
 	    memcmp(a->mac, p->mac_prefix, p->mac_prefix_len))
 		return invalid(error, "MAC outside pool '%s''s prefix", p->name);
-	if (!keep_mac && mac_taken(pools, e, a->mac, &current)) {
+	if (!keep_mac && mac_taken(pools, e, a->mac, handover_from, &current)) {
 		g_set_error(error, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE,
 			    "MAC %02x:%02x:%02x:%02x:%02x:%02x %s", a->mac[0], a->mac[1],
 			    a->mac[2], a->mac[3], a->mac[4], a->mac[5],

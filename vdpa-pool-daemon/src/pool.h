@@ -99,10 +99,18 @@ unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
  * MAC that another VF of pools has, or that is the daemon's MAC of another
  * VF (free or not: it gets it back at its next claim), is refused
  * (VPD_POOL_ERR_MAC_IN_USE), so no two VFs of different VMs ever share
- * one.  Between VFs of one VM (same uid, same owner name: a migration's
- * source and destination) a MAC may pass; a free VF whose own MAC another
- * VF uses is not offered until it is let go.
+ * one.  Between VFs of one VM (a migration's source and destination) a MAC
+ * may pass, in pools with mac-handover: with "token", from the VFs of
+ * client @handover_from (whose hand-over token the request showed; 0:
+ * none); with "same-owner", between VFs that one uid claimed under one
+ * owner name.  A free VF whose own MAC another VF uses is not offered
+ * until it is let go.
  */
+bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
+			      uint64_t client, const struct vpd_vf_attrs *attrs,
+			      uint64_t handover_from, GError **error);
+
+/* vpd_pools_set_attrs_from() with no hand-over token. */
 bool vpd_pools_set_attrs(struct vpd_pools *pools, struct vpd_entry *e,
 			 uint64_t client, const struct vpd_vf_attrs *attrs,
 			 GError **error);

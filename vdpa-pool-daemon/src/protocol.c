@@ -14,7 +14,7 @@
 
 G_DEFINE_QUARK(vpd-protocol-error-quark, vpd_protocol_error)
 
-enum kind { K_NONE, K_U8, K_U16, K_U32, K_MAC, K_STR, K_NEST };
+enum kind { K_NONE, K_U8, K_U16, K_U32, K_MAC, K_STR, K_NEST, K_TOKEN };
 
 static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_POOL] = K_STR,
@@ -37,6 +37,7 @@ static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_MESSAGE] = K_STR,
 	[VPD_A_PORT] = K_STR,
 	[VPD_A_FLOW] = K_STR,
+	[VPD_A_HANDOVER] = K_TOKEN,
 };
 
 #define MAX_STR 1024
@@ -239,6 +240,9 @@ static bool check_value(enum kind k, const uint8_t *v, uint16_t len, int depth,
 		return len == 4 || bad(error, "u32 attribute of wrong size");
 	case K_MAC:
 		return len == 6 || bad(error, "MAC attribute of wrong size");
+	case K_TOKEN:
+		return len == VPD_HANDOVER_SIZE ||
+		       bad(error, "HANDOVER attribute of wrong size");
 	case K_STR:
 		if (len < 1 || len > MAX_STR || v[len - 1] != 0)
 			return bad(error, "string attribute not NUL-terminated or too long");

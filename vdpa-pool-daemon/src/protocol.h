@@ -24,6 +24,7 @@
 #define VPD_HEADER_SIZE 16
 #define VPD_MAX_PAYLOAD (256 * 1024)
 #define VPD_MAX_DEPTH 2
+#define VPD_HANDOVER_SIZE 16
 
 #define VPD_PROTOCOL_ERROR (vpd_protocol_error_quark())
 GQuark vpd_protocol_error_quark(void);
@@ -62,7 +63,11 @@ enum vpd_attr {
 	VPD_A_PORT = 19,        /* string: the VF's representor (STATUS) */
 	VPD_A_FLOW = 20,        /* string, repeated: an OVS flow of the VF and
 				 * its counters (STATUS) */
-	VPD_A_MAX = 20,
+	VPD_A_HANDOVER = 21,    /* 16 bytes: in a CLAIM (any value), asks for
+				 * the connection's hand-over token, which the
+				 * REPLY carries; in a SET_ATTRS, another
+				 * connection's token */
+	VPD_A_MAX = 21,
 };
 
 /* A parsed attribute; value points into the message buffer. */

@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -46,6 +47,10 @@ struct client {
 	gint64 last_in;                 /* monotonic: when it last sent bytes */
 	gint64 out_since;               /* monotonic: when the oldest reply was queued */
 	bool pending;                   /* a request waits for the datapath: no other is read */
+	/* given in each CLAIM's REPLY; another client that shows it may take
+	 * the MACs of this one's VFs (mac-handover = token) */
+	uint8_t handover[VPD_HANDOVER_SIZE];
+	bool has_handover;              /* (no randomness at accept: none) */
 };
 
 /* At most one log line per interval for what a hostile client can repeat. */
@@ -410,6 +415,7 @@ struct claim_op {
 	unsigned answers;       /* answers of the datapath so far */
 	GError *error;          /* its first failure */
 	unsigned failed;        /* which VF failed */
+	bool handover;          /* the CLAIM asked for the hand-over token */
 };
 
 static bool claim_finish(struct claim_op *op, bool in_request)
@@ -443,6 +449,8 @@ static bool claim_finish(struct claim_op *op, bool in_request)
 		vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
 		for (unsigned j = 0; j < n; j++)
 			put_vf(s, &b, op->got->pdata[j], false);
+		if (op->handover && c->has_handover)
+			vpd_put_bytes(&b, VPD_A_HANDOVER, c->handover, sizeof(c->handover));
 		reply = vpd_builder_finish(&b);
 		ok = send_all(c, reply, op->fds, n);
 		g_message("pool '%s': %u VF(s) claimed by '%s' (pid %d uid %u)", op->pool, n,
@@ -539,6 +547,8 @@ retry:
 	op->owner = g_strdup(owner ? owner : "");
 	op->pid = c->cred.pid;
 	op->uid = c->cred.uid;
+	/* (only a client that asks gets it: one that does not may not know it) */
+	op->handover = vpd_msg_get(m, VPD_A_HANDOVER) != NULL;
 	op->left = op->got->len + 1;    /* + 1: until all are asked */
 	c->pending = true;
 	for (i = 0; i < op->got->len; i++)
@@ -620,6 +630,30 @@ static void attrs_applied(const GError *error, void *opaque)
 		client_answered(c, ok, false);
 }
 
+/*
+ * The client, other than @c, whose hand-over token @v is; 0: none (a token
+ * of a client gone, or made up, lets nothing pass).  Compared in constant
+ * time.
+ */
+static uint64_t handover_client(struct client *c, const struct vpd_attr_view *v)
+{
+	GHashTableIter it;
+	gpointer key, value;
+	uint64_t found = 0;
+
+	g_hash_table_iter_init(&it, c->s->clients);
+	while (g_hash_table_iter_next(&it, &key, &value)) {
+		const struct client *o = value;
+		uint8_t diff = 0;
+
+		for (unsigned i = 0; i < VPD_HANDOVER_SIZE; i++)
+			diff |= o->handover[i] ^ v->value[i];
+		if (!diff && o->has_handover && o != c)
+			found = o->id;
+	}
+	return found;
+}
+
 static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 {
 	struct vpd_entry *e = entry_of(c->s, m);
@@ -666,7 +700,9 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 		return send_error(c, m->seq, EINVAL, "bad MAX_TX_RATE");
 	if (!e->claimed || e->client != c->id)
 		return send_error(c, m->seq, EPERM, "that VF is not claimed by this client");
-	if (!vpd_pools_set_attrs(c->s->pools, e, c->id, &a, &err))
+	v = vpd_msg_get(m, VPD_A_HANDOVER);
+	if (!vpd_pools_set_attrs_from(c->s->pools, e, c->id, &a, v ? handover_client(c, v) : 0,
+				      &err))
 		return send_error(c, m->seq, pool_errno(err), err->message);
 	op = g_new0(struct attrs_op, 1);
 	op->s = c->s;
@@ -1203,6 +1239,12 @@ static gboolean new_client(int fd, GIOCondition cond, gpointer data)
 		g_queue_init(&c->out);
 		c->last_in = g_get_monotonic_time();
 		c->id = ++s->next_id;
+		/* (never blocks: before the kernel's pool is ready, no token) */
+		c->has_handover = getrandom(c->handover, sizeof(c->handover), GRND_NONBLOCK) ==
+				  (ssize_t)sizeof(c->handover);
+		if (!c->has_handover)
+			g_warning("client %" G_GUINT64_FORMAT ": no randomness for a hand-over token",
+				  c->id);
 		mine = GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
 							    GUINT_TO_POINTER(cred.uid)));
 		g_hash_table_insert(s->per_uid, GUINT_TO_POINTER(cred.uid),

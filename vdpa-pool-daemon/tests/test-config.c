@@ -139,7 +139,7 @@ static const struct bad_case bad_cases[] = {
 	{ "io-timeout-zero", "[daemon]\nio-timeout = 0\n",
 	  "bad.conf:2: io-timeout must be a number from 1 to 3600, not '0'" },
 	{ "mac-handover-yes", "[pf a]\n[pool p]\npf = a\nmac-handover = yes\n",
-	  "bad.conf:4: mac-handover must be no or same-owner, not 'yes'" },
+	  "bad.conf:4: mac-handover must be no, token or same-owner, not 'yes'" },
 	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",
 	  "bad.conf:2: num-vfs must be a number from 0 to 256, not 'eight'" },
 	{ "numvfs-too-big", "[pf a]\nnum-vfs = 257\n",

@@ -411,6 +411,62 @@ static void test_mac_passes_within_vm_locked(struct fixture *f, gconstpointer da
 }
 
 /*
+ * mac-handover = token: only the VFs of the client whose token a request
+ * showed lend their MACs; the same uid and owner name lend nothing.
+ */
+static void test_mac_passes_with_token(void)
+{
+	static const char *text =
+		"[pf pf0]\nnum-vfs = 4\n"
+		"[pool t]\npf = pf0\nvfs = 0-2\nmac-policy = any\nmac-handover = token\n"
+		"[pool u]\npf = pf0\nvfs = 3\nmac-policy = any\nmac-handover = token\n";
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_config *cfg = vpd_config_parse(text, "t.conf", &err);
+	struct vpd_pools *pools;
+	struct vpd_entry *src, *dst, *other, *far;
+	struct vpd_vf_attrs a;
+
+	g_assert_no_error(err);
+	g_assert_cmpint(((struct vpd_pool *)cfg->pools->pdata[0])->mac_handover, ==,
+			VPD_HANDOVER_TOKEN);
+	pools = vpd_pools_new(cfg);
+	g_assert_true(vpd_pools_claim(pools, "t", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(pools, "t", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(pools, "t", 9, 0, 0, 3, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(pools, "u", 10, 0, 0, 4, 0, "p0@vm-x", 1, got, &err));
+	src = got->pdata[0];
+	dst = got->pdata[1];
+	other = got->pdata[2];
+	far = got->pdata[3];
+	a = dst->attrs;
+	memcpy(a.mac, src->default_mac, 6);
+	/* same uid, same owner name, no token (or its own): refused */
+	g_assert_false(vpd_pools_set_attrs_from(pools, dst, 8, &a, 0, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	g_assert_false(vpd_pools_set_attrs_from(pools, dst, 8, &a, 8, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	/* another client's token lends that client's MACs only */
+	g_assert_false(vpd_pools_set_attrs_from(pools, dst, 8, &a, 9, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	/* the source's: taken */
+	g_assert_true(vpd_pools_set_attrs_from(pools, dst, 8, &a, 7, &err));
+	g_assert_no_error(err);
+	g_assert_cmpmem(dst->attrs.mac, 6, src->default_mac, 6);
+	/* not across pools, token or not */
+	a = far->attrs;
+	memcpy(a.mac, other->default_mac, 6);
+	g_assert_false(vpd_pools_set_attrs_from(pools, far, 10, &a, 9, &err));
+	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
+	g_clear_error(&err);
+	vpd_pools_free(pools);
+	vpd_config_free(cfg);
+}
+
+/*
  * PF names that g_str_hash() maps alike ("pfaar" and "pfac0") would give
  * their VFs the same MACs: the daemon's MACs are distinct all the same, and
  * stable (the same file gives the same MACs).
@@ -458,6 +514,7 @@ int main(int argc, char **argv)
 		   test_mac_passes_within_vm, teardown);
 	g_test_add("/pool/mac-passes-within-vm-locked", struct fixture, NULL, setup,
 		   test_mac_passes_within_vm_locked, teardown);
+	g_test_add_func("/pool/mac-passes-with-token", test_mac_passes_with_token);
 	g_test_add_func("/pool/default-macs-distinct-across-pfs",
 			test_default_macs_distinct_across_pfs);
 	for (unsigned i = 0; i < G_N_ELEMENTS(attr_cases); i++) {

@@ -49,6 +49,7 @@ static GBytes *reply_msg(void)
 static GBytes *golden_build(const char *name)
 {
 	static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+	static const uint8_t token[16] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 };
 	struct vpd_builder b;
 
 	if (!strcmp(name, "claim")) {
@@ -71,6 +72,7 @@ static GBytes *golden_build(const char *name)
 		vpd_put_u8(&b, VPD_A_LINK_STATE, 2);
 		vpd_put_u32(&b, VPD_A_MIN_TX_RATE, 10);
 		vpd_put_u32(&b, VPD_A_MAX_TX_RATE, 1000);
+		vpd_put_bytes(&b, VPD_A_HANDOVER, token, sizeof(token));
 	} else if (!strcmp(name, "query")) {
 		vpd_builder_init(&b, VPD_MSG_QUERY, 10);
 	} else if (!strcmp(name, "reply-claim")) {
