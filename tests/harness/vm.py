@@ -315,7 +315,7 @@ class L1Host(Guest):
         self.check(f"echo {max_vfs} > /sys/kernel/debug/netdevsim/netdevsim{dev_id}/max_vfs")
         return pf
 
-    def qmp(self, sock, cmd, args=None, log=lambda: ""):
+    def qmp_at(self, sock, cmd, args=None, log=lambda: ""):
         """One QMP command to a QEMU of Level 1 at @sock (harness/qmp.py
         there): its return value; an error answer raises AgentError, with
         @log() (that QEMU's log)."""
@@ -385,7 +385,7 @@ class NestedGuest(GuestBase):
     def qmp(self, cmd, args=None):
         """One QMP command (harness/qmp.py in Level 1): its return value;
         an error answer raises, with the guest's QEMU log."""
-        return self.l1.qmp(f"{self.dir}/qmp.sock", cmd, args,
+        return self.l1.qmp_at(f"{self.dir}/qmp.sock", cmd, args,
                            lambda: f"--- L2 qemu log\n{self.qemu_log()}")
 
     def qemu_log(self):

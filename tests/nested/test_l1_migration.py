@@ -49,7 +49,7 @@ def qemu_cmd(name, extra="", lazy=False):
 
 def qmp(l1host, name, cmd, args=None):
     """QMP to the Level 1 QEMU @name (qemu_cmd's sockets and log)."""
-    return l1host.qmp(f"/tmp/{name}-q.sock", cmd, args,
+    return l1host.qmp_at(f"/tmp/{name}-q.sock", cmd, args,
                       lambda: l1host.check(f"cat /scratch/qemu-{name}.log"))
 
 
@@ -57,6 +57,45 @@ def qmp(l1host, name, cmd, args=None):
 # lazy pool's claim): the source does not stop before.
 ACK = {"capabilities": [{"capability": c, "state": True}
                         for c in ("return-path", "switchover-ack")]}
+
+
+def claimed_vfs(l1host, poolctl):
+    """The VFs of pool a that someone holds."""
+    return sorted(v["vf"] for v in json.loads(
+        l1host.check(f"{poolctl} status --json --socket {API}"))
+        if v["pool"] == "a" and v.get("owner"))
+
+
+def start_source(l1host, lazy=False):
+    """The source QEMU: its "guest" enables 2 VFs and puts VF 0 in VLAN 100."""
+    l1host.check(qemu_cmd("src", lazy=lazy))
+    qmp(l1host, "src", "query-status")
+    out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
+                       timeout=120)
+    assert out.split()[:2] == ["vfe=1", "present=2"], out
+    assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                        "vlan 0 100", timeout=60).strip() == "status=0"
+
+
+def start_other_vm(l1host):
+    """Another VM's QEMU, which holds 3 VFs of pool a."""
+    l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+                 "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
+                 f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
+                 "> /scratch/qemu-other.log 2>&1 < /dev/null & echo $! > /tmp/other.pid")
+    qmp(l1host, "other", "query-status")
+
+
+def source_as_it_was(l1host, poolctl, claims, flows_before):
+    """After a failed migration: the source runs with its VFs (and the
+    claims are @claims), the switch's flows are @flows_before, VF 0 has
+    VLAN 100, and the guest still configures its VFs through the daemon."""
+    assert claimed_vfs(l1host, poolctl) == claims
+    assert qmp(l1host, "src", "query-status")["status"] == "running"
+    assert flows(l1host) == flows_before
+    assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
+    assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
+                        "vlan 0 101", timeout=60).strip() == "status=0"
 
 
 def tag(l1host, port):
@@ -91,15 +130,9 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
             l1host.check(f"{poolctl} status --json --socket {API}"))}
 
     try:
-        l1host.check(qemu_cmd("src", lazy=lazy))
-        qmp(l1host, "src", "query-status")
-        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
-                           timeout=120)
-        assert out.split()[:2] == ["vfe=1", "present=2"], out
+        start_source(l1host, lazy=lazy)
         src_vfs = qmp(l1host, "src", "query-vsriov")[0]["vfs"]
         assert [v["backend"] for v in src_vfs] == ["vhost-vdpa"] * 2
-        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
-                            "vlan 0 100", timeout=60).strip() == "status=0"
         st = status()
         src_owned = sorted(k for k, v in st.items() if v.get("owner") and k[0] == "a")
         assert len(src_owned) == 2, {k: v.get("owner") for k, v in st.items()}
@@ -122,11 +155,7 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
         # 3 of the 4 left) does not start, and says why; the source runs on.
         # (A lazy destination claims when the migration starts: the next
         # test.)
-        l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
-                     "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
-                     f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
-                     "> /scratch/qemu-other.log 2>&1 < /dev/null & echo $! > /tmp/other.pid")
-        qmp(l1host, "other", "query-status")
+        start_other_vm(l1host)
         r = l1host.run(qemu_cmd("small", "-incoming defer").replace(
             "> /scratch/qemu-small.log 2>&1 < /dev/null & echo $! > /tmp/small.pid", "")
             .replace("setsid ", ""), timeout=120)
@@ -204,25 +233,10 @@ def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_h
     answer."""
     poolctl = daemon_host
 
-    def claimed():
-        return sorted(v["vf"] for v in json.loads(
-            l1host.check(f"{poolctl} status --json --socket {API}"))
-            if v["pool"] == "a" and v.get("owner"))
-
     try:
-        l1host.check(qemu_cmd("src"))
-        qmp(l1host, "src", "query-status")
-        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
-                           timeout=120)
-        assert out.split()[:2] == ["vfe=1", "present=2"], out
-        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
-                            "vlan 0 100", timeout=60).strip() == "status=0"
-        l1host.check(f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
-                     "-qmp unix:/tmp/other-q.sock,server=on,wait=off "
-                     f"-object vsriov-daemon-pool,id=p9,socket={API},pool=a,count=3 "
-                     "> /scratch/qemu-other.log 2>&1 < /dev/null & echo $! > /tmp/other.pid")
-        qmp(l1host, "other", "query-status")
-        before_claims, before_flows = claimed(), flows(l1host)
+        start_source(l1host)
+        start_other_vm(l1host)
+        before_claims, before_flows = claimed_vfs(l1host, poolctl), flows(l1host)
         assert len(before_claims) == 5
         l1host.check(qemu_cmd("dst", "-incoming defer", lazy=True))
         qmp(l1host, "dst", "query-status")
@@ -232,18 +246,12 @@ def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_h
         qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
         l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
                           "grep -q '\"status\": \"failed\"'", timeout=120)
-        assert qmp(l1host, "src", "query-status")["status"] == "running"
         l1host.wait_until("! kill -0 $(cat /tmp/dst.pid) 2>/dev/null", timeout=60)
         log = l1host.check("cat /scratch/qemu-dst.log")
         assert "virtual SR-IOV PF 'pf0': pool 'p0' did not give the 2 VF(s) the " \
-            "migration's source has enabled" in log and \
-            "pool 'a' has 1 free VF(s), 2 asked" in log, log
-        assert claimed() == before_claims
-        assert flows(l1host) == before_flows
-        assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
-        # the source's guest still configures its VFs through the daemon
-        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
-                            "vlan 0 101", timeout=60).strip() == "status=0"
+            "migration's source has enabled: vsriov-daemon-pool 'p0': the daemon refused: " \
+            "pool 'a' has 0 free VF(s), 1 asked" in log, log
+        source_as_it_was(l1host, poolctl, before_claims, before_flows)
     finally:
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
                    "2>/dev/null; rm -f /tmp/src.pid /tmp/dst.pid /tmp/other.pid /tmp/mig.sock; "
@@ -260,25 +268,14 @@ def test_failed_daemon_pool_migration_leaks_nothing(l1host, daemon_host, how):
     nothing else is claimed."""
     poolctl = daemon_host
 
-    def claimed():
-        return sorted(v["vf"] for v in json.loads(
-            l1host.check(f"{poolctl} status --json --socket {API}"))
-            if v["pool"] == "a" and v.get("owner"))
-
     try:
-        l1host.check(qemu_cmd("src"))
-        qmp(l1host, "src", "query-status")
-        out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
-                           timeout=120)
-        assert out.split()[:2] == ["vfe=1", "present=2"], out
-        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
-                            "vlan 0 100", timeout=60).strip() == "status=0"
-        src_claims = claimed()
+        start_source(l1host)
+        src_claims = claimed_vfs(l1host, poolctl)
         assert len(src_claims) == 2
         before = flows(l1host)
         l1host.check(qemu_cmd("dst", "-incoming defer"))
         qmp(l1host, "dst", "query-status")
-        assert len(claimed()) == 4
+        assert len(claimed_vfs(l1host, poolctl)) == 4
         qmp(l1host, "src", "migrate-set-parameters", {"max-bandwidth": 200 * 1024})
         qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
         qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
@@ -299,13 +296,7 @@ def test_failed_daemon_pool_migration_leaks_nothing(l1host, daemon_host, how):
         l1host.wait_until(f"test \"$({poolctl} status --json --socket {API} | python3 -c "
                           "'import json,sys; print(sum(1 for v in json.load(sys.stdin) "
                           "if v[\"pool\"] == \"a\" and v[\"owner\"]))')\" = 2", timeout=30)
-        assert claimed() == src_claims
-        assert qmp(l1host, "src", "query-status")["status"] == "running"
-        assert flows(l1host) == before
-        assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
-        # The source's guest can still configure its VFs through the daemon.
-        assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
-                            "vlan 0 101", timeout=60).strip() == "status=0"
+        source_as_it_was(l1host, poolctl, src_claims, before)
     finally:
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) 2>/dev/null; "
                    "rm -f /tmp/src.pid /tmp/dst.pid /tmp/mig.sock; true")
