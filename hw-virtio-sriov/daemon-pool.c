@@ -344,6 +344,8 @@ static void conn_close(VsriovDaemonPool *dp, const char *why)
     g_byte_array_set_size(dp->out, 0);
     /* no late answer comes on a new connection */
     g_array_set_size(dp->late_claims, 0);
+    /* (a new connection's token comes with its first claim) */
+    dp->has_token = false;
     while ((req = QTAILQ_FIRST(&dp->pending))) {
         Error *err = NULL;
 
