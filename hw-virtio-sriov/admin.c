@@ -11,7 +11,10 @@
  * its counters, and the preparation of VFs before VF Enable
  * (docs/vf-config-channel.md).
  *
- * Commands run in the main loop, in the order queued, one at a time: a
+ * Commands run in the order queued, one at a time: those that only read or
+ * record what QEMU holds (the list and capability commands,
+ * NET_MEMBER_CFG_GET) in the notification, when they are at the head of
+ * the queue, the others in the main loop (admin_handle()).  A
  * command the pool's provider has to apply (a host daemon's) completes
  * when the provider answers, which the provider does by its own deadline
  * (VsriovPoolClass.configure); until then the queue waits and no vCPU
@@ -495,14 +498,55 @@ static VsriovAdmin *admin_of(VirtQueue *vq)
     return NULL;
 }
 
-/* The driver's notification (a vCPU's, under TCG): the main loop runs it. */
+/*
+ * Whether the command in @elem only reads or records what QEMU holds (no
+ * provider, no I/O), so that it may be answered in the notification.
+ */
+static bool admin_quick(VirtQueueElement *elem)
+{
+    struct virtio_admin_cmd_hdr hdr = {};
+
+    iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr));
+    switch (le16_to_cpu(hdr.opcode)) {
+    case VIRTIO_ADMIN_CMD_LIST_QUERY:
+    case VIRTIO_ADMIN_CMD_LIST_USE:
+    case VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY:
+    case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
+    case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET:
+    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET:
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The driver's notification (a vCPU's, under TCG).  The commands at the
+ * head of the queue that need no provider and no I/O are answered here,
+ * as a config read would be (Linux's `ip link show` asks one
+ * NET_MEMBER_CFG_GET per VF and sleeps until each is answered); from the
+ * first other one on, the main loop runs them (admin_bh), in order.
+ */
 static void admin_handle(VirtIODevice *vdev, VirtQueue *vq)
 {
     VsriovAdmin *a = admin_of(vq);
 
-    if (a) {
-        qemu_bh_schedule(a->bh);
+    if (!a) {
+        return;
     }
+    for (int n = 0; !a->cur && n < AVQ_BATCH; n++) {
+        VirtQueueElement *elem = virtqueue_pop(vq, sizeof(VirtQueueElement));
+
+        if (!elem) {
+            return;
+        }
+        if (!admin_quick(elem)) {
+            virtqueue_unpop(vq, elem, 0);
+            g_free(elem);
+            break;
+        }
+        admin_run_one(a, elem);     /* (answered: it never waits) */
+    }
+    qemu_bh_schedule(a->bh);
 }
 
 /* The queue is reset: the driver takes back what it queued. */
