@@ -33,7 +33,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_pods import pyplot  # noqa: E402
+from bench_pods import two_panels  # noqa: E402
 from bench_scale import ENABLE, args as vpf_args  # noqa: E402
 from harness import paths  # noqa: E402
 from harness.vm import Guest  # noqa: E402
@@ -124,23 +124,17 @@ def markdown(results):
 
 
 def plot(out, results):
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    series = []
     for k, _ in KERNELS:
         rs = sorted((r for r in results if r["kernel"] == k and "error" not in r),
                     key=lambda r: r["vfs"])
-        xs = [r["vfs"] for r in rs]
-        ax[0].plot(xs, [r["ms_per_show"] for r in rs], "o-", label=k)
-        ax[1].plot(xs, [r["pf_config_accesses"] for r in rs], "o-", label=k)
-    ax[0].set_title("ms per `ip link show` of the PF")
-    ax[1].set_title("PF config-space accesses (vCPU exits) per show")
-    for a in ax:
-        a.set_xlabel("enabled VFs")
-        a.legend(fontsize=8)
-    fig.suptitle("before: VSEC mailbox in config space; after: administration virtqueue "
-                 "(TCG guest)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "ip-link.png"), dpi=100)
+        series.append((k, "o-", [r["vfs"] for r in rs],
+                       ([r["ms_per_show"] for r in rs], [r["pf_config_accesses"] for r in rs])))
+    two_panels(os.path.join(out, "ip-link.png"),
+               ("ms per `ip link show` of the PF",
+                "PF config-space accesses (vCPU exits) per show"), series,
+               "before: VSEC mailbox in config space; after: administration virtqueue "
+               "(TCG guest)")
 
 
 def main():

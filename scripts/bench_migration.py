@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_pods import pyplot  # noqa: E402
+from bench_pods import two_panels  # noqa: E402
 from bench_scale import ENABLE, SMP, args as vpf_args  # noqa: E402
 from harness import paths  # noqa: E402
 from harness.vm import Guest  # noqa: E402
@@ -84,27 +84,18 @@ def point(kind, n, memory, out):
 
 
 def plot(out, results):
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    series = []
     for mem in sorted({r["memory"] for r in results}):
         rs = [r for r in results if r["memory"] == mem and r["kind"] == "vsriov"
               and "error" not in r]
-        xs = [r["vfs"] for r in rs]
-        ax[0].plot(xs, [r["downtime_ms"] for r in rs], "o-", label=f"vsriov, {mem}")
-        ax[1].plot(xs, [r["total_ms"] for r in rs], "o-", label=f"vsriov, {mem}")
-        up = [r for r in results if r["memory"] == mem and r["kind"] == "upstream"
-              and "error" not in r]
-        for r in up:
-            ax[0].plot([r["vfs"]], [r["downtime_ms"]], "s", label=f"upstream sriov-pf, {mem}")
-            ax[1].plot([r["vfs"]], [r["total_ms"]], "s", label=f"upstream sriov-pf, {mem}")
-    ax[0].set_title("downtime (ms)")
-    ax[1].set_title("total migration time (ms)")
-    for a in ax:
-        a.set_xlabel("enabled VFs")
-        a.legend(fontsize=7)
-    fig.suptitle("live migration, TCG guest, hubport pools, Unix socket", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "migration.png"), dpi=100)
+        series.append((f"vsriov, {mem}", "o-", [r["vfs"] for r in rs],
+                       ([r["downtime_ms"] for r in rs], [r["total_ms"] for r in rs])))
+        series += [(f"upstream sriov-pf, {mem}", "s", [r["vfs"]],
+                    ([r["downtime_ms"]], [r["total_ms"]])) for r in results
+                   if r["memory"] == mem and r["kind"] == "upstream" and "error" not in r]
+    two_panels(os.path.join(out, "migration.png"),
+               ("downtime (ms)", "total migration time (ms)"), series,
+               "live migration, TCG guest, hubport pools, Unix socket")
 
 
 def main():

@@ -34,7 +34,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_pods import pyplot  # noqa: E402
+from bench_pods import two_panels  # noqa: E402
 from bench_vf_enable_host import l1_daemon, provision  # noqa: E402
 from harness import paths  # noqa: E402
 from harness.vm import L1Host  # noqa: E402
@@ -183,26 +183,18 @@ def markdown(results):
 
 
 def plot(out, results):
-    plt = pyplot()
-    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    series = []
     for mem in sorted({r["memory"] for r in results}):
         for kind in KINDS:
             rs = sorted((r for r in results if r["memory"] == mem and r["kind"] == kind
                          and "error" not in r), key=lambda r: r["vfs"])
-            if not rs:
-                continue
-            xs = [r["vfs"] for r in rs]
-            ax[0].plot(xs, [r["downtime_ms"] for r in rs], "o-", label=f"{kind}, {mem}")
-            ax[1].plot(xs, [r["total_ms"] for r in rs], "o-", label=f"{kind}, {mem}")
-    ax[0].set_title("downtime (ms)")
-    ax[1].set_title("total migration time (ms)")
-    for a in ax:
-        a.set_xlabel("enabled VFs")
-        a.legend(fontsize=7)
-    fig.suptitle("live migration in the emulated host (Level 1, qtest guest): "
-                 "static hubport pool and vdpa-pool-daemon pools", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "migration-pools.png"), dpi=100)
+            if rs:
+                series.append((f"{kind}, {mem}", "o-", [r["vfs"] for r in rs],
+                               ([r["downtime_ms"] for r in rs], [r["total_ms"] for r in rs])))
+    two_panels(os.path.join(out, "migration-pools.png"),
+               ("downtime (ms)", "total migration time (ms)"), series,
+               "live migration in the emulated host (Level 1, qtest guest): "
+               "static hubport pool and vdpa-pool-daemon pools")
 
 
 def main():

@@ -174,6 +174,25 @@ def write(out_dir, results):
     plot(out_dir, rows)
 
 
+def two_panels(path, titles, series, suptitle, xlabel="enabled VFs"):
+    """Save to @path a figure of two panels side by side, titled @titles:
+    each of @series, (label, style, xs, (left ys, right ys)), is drawn in
+    both."""
+    plt = pyplot()
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    for label, style, xs, ys in series:
+        for a, y in zip(ax, ys):
+            a.plot(xs, y, style, label=label)
+    for a, title in zip(ax, titles):
+        a.set_title(title)
+        a.set_xlabel(xlabel)
+        a.legend(fontsize=7)
+    fig.suptitle(suptitle, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def pyplot():
     """matplotlib.pyplot for files (Agg), installed in the venv on demand;
     the benchmarks' plots use it."""
