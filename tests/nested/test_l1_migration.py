@@ -98,6 +98,17 @@ def source_as_it_was(l1host, poolctl, claims, flows_before):
                         "vlan 0 101", timeout=60).strip() == "status=0"
 
 
+def migrate_with_ack(l1host, until):
+    """Migrate src to dst (started with -incoming defer), both with
+    return-path and switchover-ack, until the source's status is @until."""
+    for side in ("src", "dst"):
+        qmp(l1host, side, "migrate-set-capabilities", ACK)
+    qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
+    qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
+    l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
+                      f"grep -q '\"status\": \"{until}\"'", timeout=120)
+
+
 def tag(l1host, port):
     return l1host.check(f"ovs-vsctl get Port {port} tag").strip()
 
@@ -176,12 +187,7 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
                           and k not in src_owned)
         assert len(dst_claims()) == (0 if lazy else 2)
 
-        for side in ("src", "dst"):
-            qmp(l1host, side, "migrate-set-capabilities", ACK)
-        qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
-        qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
-        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
-                          "grep -q '\"status\": \"completed\"'", timeout=120)
+        migrate_with_ack(l1host, "completed")
         l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/dst-q.sock query-status | "
                           "grep -q '\"status\": \"running\"'", timeout=60)
         dst_owned = dst_claims()
@@ -240,12 +246,7 @@ def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_h
         assert len(before_claims) == 5
         l1host.check(qemu_cmd("dst", "-incoming defer", lazy=True))
         qmp(l1host, "dst", "query-status")
-        for side in ("src", "dst"):
-            qmp(l1host, side, "migrate-set-capabilities", ACK)
-        qmp(l1host, "dst", "migrate-incoming", {"uri": "unix:/tmp/mig.sock"})
-        qmp(l1host, "src", "migrate", {"uri": "unix:/tmp/mig.sock"})
-        l1host.wait_until("python3 /src/tests/harness/qmp.py /tmp/src-q.sock query-migrate | "
-                          "grep -q '\"status\": \"failed\"'", timeout=120)
+        migrate_with_ack(l1host, "failed")
         l1host.wait_until("! kill -0 $(cat /tmp/dst.pid) 2>/dev/null", timeout=60)
         log = l1host.check("cat /scratch/qemu-dst.log")
         assert "virtual SR-IOV PF 'pf0': pool 'p0' did not give the 2 VF(s) the " \
