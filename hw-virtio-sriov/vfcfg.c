@@ -67,8 +67,9 @@ static void config_defaults(VsriovPF *vpf, uint16_t i, VsriovVFConfig *c)
 }
 
 /*
- * Put the VF's MAC in its config space and tell a bound driver; if the
- * backend refuses it, the VF keeps the MAC it had.
+ * Put the VF's MAC in its config space and tell a bound driver (one that
+ * negotiated VIRTIO_NET_F_ADMIN_MAC adopts it); if the backend refuses
+ * it, the VF keeps the MAC it had.
  */
 static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
 {
@@ -87,7 +88,7 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
     memcpy(n->nic_conf.macaddr.a, mac, ETH_ALEN);
     memcpy(n->mac, mac, ETH_ALEN);
     qemu_format_nic_info_str(nc, n->mac);
-    virtio_notify_config(VIRTIO_DEVICE(n));
+    virtio_net_admin_mac_changed(n);
     return VSRIOV_VFCFG_S_OK;
 }
 

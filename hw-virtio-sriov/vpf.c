@@ -244,6 +244,8 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
     if (backend) {
         qdev_prop_set_netdev(DEVICE(vf), "netdev", backend);
     }
+    /* Its driver may adopt the MACs the PF's driver sets (ADMIN_MAC). */
+    qdev_prop_set_bit(DEVICE(vf), "admin_mac", true);
     /* A VF knows its PF while it is realized: virtio-pci then adds ARI. */
     vf->exp.sriov_vf.pf = pf;
     if (late) {

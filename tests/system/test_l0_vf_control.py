@@ -4,13 +4,15 @@
 A guest boots the test kernel (guest-kernel-patches/ built in,
 vmlinuz-test).  After `echo 2 > sriov_numvfs`, `ip link set <pf>
 vf 0 ...` sets every attribute at once; `ip -d link show <pf>` lists both
-VFs with exactly those values (VF 1 with the defaults), the VF's own
-netdev takes the new MAC when it binds, QMP reports the same, and the VF still carries
-traffic with its new MAC through the host switch.  Invalid values are
+VFs with exactly those values (VF 1 with the defaults), the VF's bound
+driver adopts the new MAC at once (VIRTIO_NET_F_ADMIN_MAC), QMP reports the
+same, and the VF still carries traffic with its new MAC through the host
+switch.  Invalid values are
 refused with the kernel's usual errors and change nothing.  An unpatched
 guest (Debian's kernel and module) still uses the PF and its VFs as plain
 virtio-net, and `ip link set ... vf` is refused there."""
 import json
+import time
 
 import pytest
 
@@ -58,12 +60,12 @@ def vf_summary(vf):
     }
 
 
-def vf_guest(netns, guest_factory, name, n):
+def vf_guest(netns, guest_factory, name, n, **kw):
     """A patched guest with n VFs enabled: (guest, PF address, PF netdev,
     the VFs' netdevs)."""
     host = netns(f"vsr-{name[:5]}")
     host_switch(host, n)
-    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(n))
+    g = guest_factory(name, netns=host.name, qemu_args=vpf_args(n), **kw)
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, n)
@@ -71,10 +73,34 @@ def vf_guest(netns, guest_factory, name, n):
                         for i in range(n)]
 
 
-def one_vf_guest(netns, guest_factory, name):
+def one_vf_guest(netns, guest_factory, name, **kw):
     """vf_guest() with one VF: (guest, PF address, PF netdev, VF netdev)."""
-    g, pf, dev, (vf_dev,) = vf_guest(netns, guest_factory, name, 1)
+    g, pf, dev, (vf_dev,) = vf_guest(netns, guest_factory, name, 1, **kw)
     return g, pf, dev, vf_dev
+
+
+def vf0_adopts(g, pf, mac):
+    """VF 0's bound driver negotiated VIRTIO_NET_F_ADMIN_MAC (bit 71) and
+    adopts @mac, acknowledging it without error.  (virtio_net hears of
+    config changes while its interface is up, so a VF that is down adopts
+    the MAC when it goes up: this brings it up.)"""
+    vdev = g.check(f"ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*").strip()
+    assert g.check(f"cut -c72 {vdev}/features").strip() == "1"
+    g.check(f"ip link set $(ls {vdev}/net) up")
+    g.wait_until(f"grep -qx {mac} {vdev}/net/*/address", timeout=30)
+    dmesg = g.check("dmesg")
+    assert "set by the PF" not in dmesg, dmesg
+
+
+def lockdep_saw_nothing(g):
+    """No lock-order inversion, sleep in atomic context or hung task in the
+    guest's log, and lockdep still on (it turns itself off at its first
+    report)."""
+    dmesg = g.check("dmesg")
+    for report in ("possible circular locking", "possible recursive locking",
+                   "lock inversion", "BUG: sleeping function", "INFO: task", "WARNING:"):
+        assert report not in dmesg, dmesg
+    assert g.check("grep -E '^ *debug_locks: *1$' /proc/lockdep_stats").strip()
 
 
 def rebind_vf0(g, pf, mac):
@@ -111,10 +137,10 @@ def test_vf_control_through_pf(netns, guest_factory):
     text = g.check(f"ip -d link show {dev}")
     assert f"vf 0     link/ether {VF_MAC}" in text and "vlan 100, qos 3" in text, text
 
-    # The VF's device has the MAC its PF gave it: its driver takes it when
-    # it binds (as with other NICs' VFs).  A bound driver keeps the one it
-    # has until then (adopting it at once awaits VIRTIO_NET_F_ADMIN_MAC,
-    # docs/vf-config-channel.md).
+    # The VF's bound driver adopts the MAC its PF gave it at once
+    # (VIRTIO_NET_F_ADMIN_MAC: status bit, then acknowledgment); one that
+    # binds later reads it from the config space.
+    vf0_adopts(g, pf, VF_MAC)
     rebind_vf0(g, pf, VF_MAC)
 
     # QMP says the same.
@@ -191,11 +217,17 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
     """The first series' VF driver took the MAC its PF set under
     rtnl_lock() in its config work, which virtnet_close() cancels holding
     rtnl: a PF changing a bound VF's MAC while the VF went down could hang
-    both (issue 20).  Now: 200 MAC changes through the PF while the VF's
-    interface goes down and up all along; every command completes, the
-    guest answers, the VF's driver takes the last MAC when it binds again,
-    and the PF's administration virtqueue reported no error."""
-    g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vfdown")
+    both (issue 20).  Now, on the lockdep kernel (vmlinuz-lockdep: the same
+    series, lock debugging on): 200 MAC changes through the PF while the
+    VF's interface goes down and up all along; every command completes, the
+    guest answers, the VF's bound driver adopts the last MAC without being
+    bound again, neither the PF's administration virtqueue nor the VF's
+    acknowledgments reported an error, and lockdep saw no lock-order
+    inversion, no sleep in atomic context and no hung task (it turns itself
+    off at its first report: debug_locks stays 1 only without one)."""
+    g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vfdown",
+                                      kernel=paths.guest("vmlinuz-lockdep"))
+    lockdep_saw_nothing(g)
     g.check(f"(for i in $(seq 200); do ip link set {vf_dev} down; ip link set {vf_dev} up; "
             f"done; echo done) > /tmp/flap.out 2>&1 &")
     macs = g.check(f"for i in $(seq 200); do m=$(printf '02:00:00:00:%02x:%02x' "
@@ -206,8 +238,38 @@ def test_vf_mac_changes_while_the_vf_goes_down_and_up(netns, guest_factory):
     last = macs[-1]
     assert f"link/ether {last}" in g.check(f"ip link show {dev} | grep 'vf 0 '")
     assert qmp_vfs(g)[0]["mac"] == last
-    rebind_vf0(g, pf, last)
+    vf0_adopts(g, pf, last)
     assert "admin command error" not in g.check("dmesg")
+    lockdep_saw_nothing(g)
+
+
+def test_announce_while_the_vf_goes_down_and_up(netns, guest_factory):
+    """Debian's 6.12 virtio_net announced (VIRTIO_NET_S_ANNOUNCE, which QEMU
+    sets after every migration and on QMP announce-self) under rtnl_lock()
+    in its config work, which virtnet_close() cancels holding rtnl: a VF
+    going down while its host announced hung both (without the series'
+    patch 2 this test's loop never ended).  On the lockdep kernel: the host
+    announces round after round while the VF goes down and up 100 times;
+    the loop ends, the VF's gratuitous ARPs went out, and lockdep saw
+    nothing."""
+    g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vfannc",
+                                      kernel=paths.guest("vmlinuz-lockdep"))
+    lockdep_saw_nothing(g)
+    vdev = g.check(f"ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*").strip()
+    assert g.check(f"cut -c22 {vdev}/features").strip() == "1"  # GUEST_ANNOUNCE
+    g.check(f"ip addr add 10.23.0.1/24 dev {vf_dev} && ip link set {vf_dev} up")
+    tx = f"cat /sys/class/net/{vf_dev}/statistics/tx_packets"
+    before = int(g.check(tx))
+    g.check(f"(for i in $(seq 100); do ip link set {vf_dev} down; ip link set {vf_dev} up; "
+            f"done; echo done) > /tmp/flap.out 2>&1 &")
+    deadline = time.monotonic() + 300
+    while g.check("cat /tmp/flap.out").strip() != "done":
+        assert time.monotonic() < deadline, "the VF's down/up loop hung"
+        g.qmp.execute("announce-self", {"initial": 50, "max": 100, "rounds": 2, "step": 50})
+    g.wait_until(f"ip link show {vf_dev} | grep -q LOWER_UP", timeout=30)
+    g.qmp.execute("announce-self", {"initial": 50, "max": 100, "rounds": 1, "step": 50})
+    g.wait_until(f"[ $({tx}) -gt {before} ]", timeout=30)
+    lockdep_saw_nothing(g)
 
 
 def test_guest_cannot_lift_the_hosts_link_down(netns, guest_factory):
