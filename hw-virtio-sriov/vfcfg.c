@@ -67,14 +67,33 @@ static void config_defaults(VsriovPF *vpf, uint16_t i, VsriovVFConfig *c)
 }
 
 /*
+ * Whether a vDPA device's config space now reads @mac (all zeros reads as
+ * the MAC QEMU holds, as virtio-net does): set_config cannot fail, and
+ * some devices (VDUSE's) ignore it.
+ */
+static bool vf_vdpa_shows_mac(NetClientState *peer, const uint8_t *mac)
+{
+    struct virtio_net_config cfg = {};
+    static const uint8_t zero[ETH_ALEN];
+
+    if (vhost_net_get_config(get_vhost_net(peer), (uint8_t *)&cfg,
+                             sizeof(cfg)) < 0) {
+        return false;
+    }
+    return !memcmp(cfg.mac, mac, ETH_ALEN) ||
+           !memcmp(cfg.mac, zero, ETH_ALEN);
+}
+
+/*
  * Put the VF's MAC in its config space and tell a bound driver (one that
- * negotiated VIRTIO_NET_F_ADMIN_MAC adopts it); if the backend refuses
- * it, the VF keeps the MAC it had.
+ * negotiated VIRTIO_NET_F_ADMIN_MAC adopts it, if its config space shows
+ * it); if the backend refuses it, the VF keeps the MAC it had.
  */
 static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
 {
     VirtIONet *n = vf_net(vpf, i);
     NetClientState *nc = qemu_get_queue(n->nic);
+    bool shown = true;
 
     if (nc->peer && nc->peer->info->type == NET_CLIENT_DRIVER_VHOST_VDPA) {
         /* The device's config space is the vDPA device's: write it there. */
@@ -84,11 +103,22 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
                                  VHOST_SET_CONFIG_TYPE_FRONTEND) < 0) {
             return VSRIOV_VFCFG_S_EIO;
         }
+        shown = vf_vdpa_shows_mac(nc->peer, mac);
     }
     memcpy(n->nic_conf.macaddr.a, mac, ETH_ALEN);
     memcpy(n->mac, mac, ETH_ALEN);
     qemu_format_nic_info_str(nc, n->mac);
-    virtio_net_admin_mac_changed(n);
+    trace_vsriov_vf_mac(i, shown);
+    if (shown) {
+        virtio_net_admin_mac_changed(n);
+    } else {
+        /*
+         * A driver told to adopt the MAC would read the device's own:
+         * the switch holds the VF to this one, the driver learns it from
+         * whoever sets it on its netdev (the SR-IOV CNI does).
+         */
+        virtio_notify_config(VIRTIO_DEVICE(n));
+    }
     return VSRIOV_VFCFG_S_OK;
 }
 
