@@ -147,6 +147,10 @@ def test_daemon_provisions_and_serves(l1host):
         vhost[n] = l1host.check(f"ls /sys/bus/vdpa/devices/{n}/ | grep vhost-vdpa-").strip()
         l1host.check(f"test -c /dev/{vhost[n]}")
 
+    def vdpa_mac(n):
+        return re.search(r"\bmac (\S+)", l1host.check(f"vdpa dev config show {n}")).group(1)
+    default_mac = {n: vdpa_mac(n) for n in names}
+
     # A restart is idempotent: the same devices, nothing re-created.
     stop_daemon(l1host)
     start_daemon(l1host, daemon)
@@ -167,6 +171,11 @@ def test_daemon_provisions_and_serves(l1host):
         assert path.startswith("/dev/vhost-vdpa-") and int(dev_id) == 1, out  # virtio-net
         assert int(features, 16) & (1 << 32), out                            # VERSION_1
     assert "SET 100" in out
+    # The MAC the client set reached the vDPA device through the vdpa
+    # management API (VDPA_CMD_DEV_ATTR_SET), with no vhost-vdpa user's
+    # set_config involved.
+    (dev0,) = [n for n in names if f"/dev/{vhost[n]}" == vfs[0][2]]
+    assert vdpa_mac(dev0) == "02:00:00:00:00:10" != default_mac[dev0]
     assert "REFUSED VLAN 300 is outside pool 'a''s range 100-199" in out
     assert free(l1host, "a") == 4
     res = l1host.check("setpriv --reuid 65534 --regid 65534 --clear-groups "
@@ -221,6 +230,9 @@ def test_daemon_provisions_and_serves(l1host):
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 6", timeout=10,
                       interval=0.05)
     release_s = time.monotonic() - t0
+    # ... and the vDPA device has its default MAC back.
+    l1host.wait_until(f"vdpa dev config show {dev0} | grep -q 'mac {default_mac[dev0]} '",
+                      timeout=10)
     stop_daemon(l1host)
     log = l1host.check("cat /scratch/vpd.log")
     assert "2 VF(s) claimed by 'l2-vm'" in log and "went away: 2 VF(s) released" in log
@@ -387,7 +399,7 @@ def test_daemon_ovs_ports_and_flows(l1host):
         assert l1host.check(f"ovs-vsctl get Port {rep} tag").strip() == "4095"
     free_flows = flows(l1host)
     assert free_flows == sorted(
-        [f"cookie=0x5650030000000000, priority=0 actions=NORMAL"] +
+        ["cookie=0x5650030000000000, priority=0 actions=NORMAL"] +
         [f"cookie=0x565001000000000{vf}, priority=10,in_port={vf + 1} actions=drop"
          for vf in range(8)]), free_flows
     assert trace(l1host, "in_port=1,dl_src=02:00:00:00:00:10,dl_dst=ff:ff:ff:ff:ff:ff") == set()

@@ -512,6 +512,8 @@ int main(int argc, char **argv)
 		vpd_server_set_apply(server, apply_fake, &fake);
 		vpd_server_set_flows(server, flows_fake, &fake);
 	}
+	if (!fake_dir)
+		vpd_server_set_vdpa_mac(server, vpd_vdpa_set_mac);
 	if (ovs) {
 		/* From here on, OVS is the worker thread's. */
 		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);

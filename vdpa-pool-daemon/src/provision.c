@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <gio/gio.h>
 #include <linux/devlink.h>
 #include <linux/vdpa.h>
@@ -163,6 +164,77 @@ struct nl_msg *vpd_msg_vdpa_dev_new(int family, const char *mgmtdev, const char 
 		return NULL;
 	}
 	return msg;
+}
+
+/* Linux 6.12's VDPA_CMD_DEV_ATTR_SET, which older headers lack. */
+#define VPD_VDPA_CMD_DEV_ATTR_SET (VDPA_CMD_DEV_VSTATS_GET + 1)
+
+struct nl_msg *vpd_msg_vdpa_dev_mac(int family, const char *name, const uint8_t mac[6])
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (!msg)
+		return NULL;
+	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, family, 0, NLM_F_REQUEST | NLM_F_ACK,
+			 VPD_VDPA_CMD_DEV_ATTR_SET, 0) ||
+	    nla_put_string(msg, VDPA_ATTR_DEV_NAME, name) < 0 ||
+	    nla_put(msg, VDPA_ATTR_DEV_NET_CFG_MACADDR, 6, mac) < 0) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+bool vpd_vdpa_set_mac(const char *name, const uint8_t mac[6], GError **error)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	struct nl_msg *msg;
+	struct pollfd pfd;
+	int family, err;
+
+	if (!sk)
+		return fail(error, "out of memory");
+	err = genl_connect(sk);
+	if (err < 0)
+		goto nl_failed;
+	family = genl_ctrl_resolve(sk, "vdpa");
+	if (family < 0) {
+		nl_socket_free(sk);
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+			    "the kernel has no vdpa netlink family");
+		return false;
+	}
+	msg = vpd_msg_vdpa_dev_mac(family, name, mac);
+	if (!msg) {
+		nl_socket_free(sk);
+		return fail(error, "out of memory");
+	}
+	err = nl_send_auto(sk, msg);
+	nlmsg_free(msg);
+	if (err < 0)
+		goto nl_failed;
+	/* The answer within the deadline, or none: never a blocked thread. */
+	pfd = (struct pollfd){ .fd = nl_socket_get_fd(sk), .events = POLLIN };
+	err = poll(&pfd, 1, VPD_VDPA_MAC_TIMEOUT_MS);
+	if (err <= 0) {
+		nl_socket_free(sk);
+		return fail(error, "vDPA device %s: no answer from the kernel within %d ms", name,
+			    VPD_VDPA_MAC_TIMEOUT_MS);
+	}
+	err = nl_wait_for_ack(sk);
+	if (err < 0)
+		goto nl_failed;
+	nl_socket_free(sk);
+	return true;
+
+nl_failed:
+	nl_socket_free(sk);
+	if (err == -NLE_OPNOTSUPP) {
+		g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED,
+			    "vDPA device %s: its MAC cannot be set through the vdpa API", name);
+		return false;
+	}
+	return fail(error, "vDPA device %s: setting its MAC: %s", name, nl_geterror(err));
 }
 
 /* ---- devlink: switchdev ------------------------------------------------- */

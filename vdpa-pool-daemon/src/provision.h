@@ -70,5 +70,17 @@ struct nl_msg *vpd_msg_eswitch(int family, uint8_t cmd, const char *bus, const c
 			       int mode);
 struct nl_msg *vpd_msg_vdpa_dev_new(int family, const char *mgmtdev, const char *name,
 				    const uint8_t mac[6]);
+struct nl_msg *vpd_msg_vdpa_dev_mac(int family, const char *name, const uint8_t mac[6]);
+
+/*
+ * Set the MAC of vDPA device @name through the vdpa management API
+ * (VDPA_CMD_DEV_ATTR_SET, Linux 6.12): the one its config space and
+ * datapath use, which a vhost-vdpa user's set_config cannot guarantee.
+ * Blocks for one netlink round trip, at most VPD_VDPA_MAC_TIMEOUT_MS: call
+ * it from a thread.  G_IO_ERROR_NOT_SUPPORTED when the kernel or the
+ * device (VDUSE's) cannot set it.
+ */
+#define VPD_VDPA_MAC_TIMEOUT_MS 2000
+bool vpd_vdpa_set_mac(const char *name, const uint8_t mac[6], GError **error);
 
 #endif

@@ -79,6 +79,9 @@ struct vpd_server {
 	void *apply_opaque;
 	vpd_flows_fn flows;
 	void *flows_opaque;
+	vpd_mac_fn set_mac;
+	GThreadPool *mac_pool;          /* one thread: the MAC changes in order */
+	unsigned mac_jobs;              /* pushed, not yet done in the loop */
 	GPtrArray *status_flows;        /* during one STATUS: each entry's flows, by handle */
 	char *flows_failed;             /* during one STATUS: why OVS could not say */
 	struct ratelimit refused_log, fds_log;
@@ -174,13 +177,84 @@ static void apply_unwaited(struct vpd_server *s, struct vpd_entry *e, const char
 	apply(s, e, unwaited_applied, u);
 }
 
+/* A MAC for a VF's vDPA device; then, for a SET_ATTRS, its datapath. */
+struct mac_job {
+	struct vpd_server *s;
+	struct vpd_entry *e;
+	uint8_t mac[6];
+	struct attrs_op *op;            /* NULL: a release's, nobody waits */
+	GError *error;
+};
+
+static void attrs_applied(const GError *error, void *opaque);
+
+static gboolean mac_job_done(gpointer data)
+{
+	struct mac_job *job = data;
+	struct vpd_server *s = job->s;
+	bool unsupported = job->error &&
+			   g_error_matches(job->error, G_IO_ERROR, G_IO_ERROR_NOT_SUPPORTED);
+
+	s->mac_jobs--;
+	if (job->error && !unsupported)
+		g_warning("VF %u of pool '%s': %s", job->e->vf, job->e->pool->name,
+			  job->error->message);
+	if (job->op) {
+		if (job->error && !unsupported)
+			attrs_applied(job->error, job->op);
+		else
+			apply(s, job->e, attrs_applied, job->op);
+	}
+	g_clear_error(&job->error);
+	g_free(job);
+	return G_SOURCE_REMOVE;
+}
+
+/* In the MAC thread. */
+static void mac_job_run(gpointer data, gpointer user_data)
+{
+	struct mac_job *job = data;
+	struct vpd_server *s = user_data;
+
+	s->set_mac(job->e->vdpa_dev, job->mac, &job->error);
+	g_idle_add(mac_job_done, job);
+}
+
+/*
+ * Give e's vDPA device mac (asynchronously), then, for op, apply e's
+ * datapath; with no way to set it, apply at once.
+ */
+static void set_vdpa_mac(struct vpd_server *s, struct vpd_entry *e, const uint8_t mac[6],
+			 struct attrs_op *op)
+{
+	struct mac_job *job;
+
+	if (!s->mac_pool || !e->vdpa_dev) {
+		if (op)
+			apply(s, e, attrs_applied, op);
+		return;
+	}
+	job = g_new0(struct mac_job, 1);
+	job->s = s;
+	job->e = e;
+	memcpy(job->mac, mac, 6);
+	job->op = op;
+	s->mac_jobs++;
+	g_thread_pool_push(s->mac_pool, job, NULL);
+}
+
 /*
  * Back to the pool (attributes to defaults), its datapath to default-deny
  * (asked now, done in order before any later claim of it opens it again).
  */
 static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t client)
 {
+	uint8_t mac[6];
+
+	memcpy(mac, e->attrs.mac, 6);
 	vpd_pools_release(s->pools, e, client, NULL);
+	if (memcmp(mac, e->attrs.mac, 6))
+		set_vdpa_mac(s, e, e->attrs.mac, NULL);
 	apply_unwaited(s, e, "resetting its datapath");
 	save(s, e);
 }
@@ -712,7 +786,11 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 	op->old = old;
 	op->in_request = true;
 	c->pending = true;
-	apply(c->s, e, attrs_applied, op);
+	/* The vDPA device's MAC first, then the datapath. */
+	if (memcmp(a.mac, old.mac, 6))
+		set_vdpa_mac(c->s, e, a.mac, op);
+	else
+		apply(c->s, e, attrs_applied, op);
 	if (op->answered) {
 		bool ok = op->ok;
 
@@ -1456,6 +1534,13 @@ void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque)
 	s->apply_opaque = opaque;
 }
 
+void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn)
+{
+	s->set_mac = fn;
+	if (!s->mac_pool)
+		s->mac_pool = g_thread_pool_new(mac_job_run, s, 1, FALSE, NULL);
+}
+
 void vpd_server_free(struct vpd_server *s)
 {
 	if (!s)
@@ -1464,8 +1549,10 @@ void vpd_server_free(struct vpd_server *s)
 		g_source_remove(s->listen_src);
 	if (s->resume_src)
 		g_source_remove(s->resume_src);
-	/* A probe still running would complete into freed memory. */
-	while (s->probing)
+	/* A probe or MAC change still running would complete into freed memory. */
+	if (s->mac_pool)
+		g_thread_pool_free(s->mac_pool, FALSE, TRUE);
+	while (s->probing || s->mac_jobs)
 		g_main_context_iteration(NULL, true);
 	g_source_remove(s->timer_src);
 	close(s->listen_fd);

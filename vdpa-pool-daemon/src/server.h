@@ -47,6 +47,17 @@ typedef void (*vpd_flows_fn)(GPtrArray *entries, void *opaque, vpd_flows_done_fn
 			     void *done_opaque);
 
 /*
+ * How a VF's vDPA device (e->vdpa_dev) gets the MAC a client sets, and its
+ * default back when released: through the vdpa management API
+ * (vpd_vdpa_set_mac()).  It blocks: the server runs it in a thread of its
+ * own, one change at a time in order, before it changes the datapath.
+ * G_IO_ERROR_NOT_SUPPORTED (a VDUSE device) lets the SET_ATTRS go on;
+ * another error fails it.  Unset (tests with fake backends), nothing is
+ * set.
+ */
+typedef bool (*vpd_mac_fn)(const char *vdpa_dev, const uint8_t mac[6], GError **error);
+
+/*
  * Limits on API connections (docs/daemon-config.md, [daemon]): at most
  * max_clients in all, of which non-root uids get all but a few, and
  * max_clients_per_uid per non-root uid; a connection holding no VF is
@@ -74,6 +85,7 @@ const char *vpd_server_socket_path(const struct vpd_server *s);
 void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
+void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn);
 /* Watch the processes of restored claims; call once the loop runs. */
 void vpd_server_watch_orphans(struct vpd_server *s);
 void vpd_server_free(struct vpd_server *s);

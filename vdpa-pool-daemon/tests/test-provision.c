@@ -93,6 +93,25 @@ static void test_vdpa_dev_new(void)
 	nlmsg_free(msg);
 }
 
+/* A later MAC: VDPA_CMD_DEV_ATTR_SET (8 in Linux 6.12's uapi), name and MAC. */
+static void test_vdpa_dev_mac(void)
+{
+	static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 0x10 };
+	struct nlattr *tb[VDPA_ATTR_MAX + 1];
+	struct nl_msg *msg;
+	struct genlmsghdr *g;
+
+	msg = vpd_msg_vdpa_dev_mac(FAMILY, "vpd-eni0np1-3", mac);
+	g = parse(msg, tb, VDPA_ATTR_MAX);
+	g_assert_cmpint(g->cmd, ==, 8);
+	g_assert_cmpstr(nla_get_string(tb[VDPA_ATTR_DEV_NAME]), ==, "vpd-eni0np1-3");
+	g_assert_cmpint(nla_len(tb[VDPA_ATTR_DEV_NET_CFG_MACADDR]), ==, 6);
+	g_assert_cmpmem(nla_data(tb[VDPA_ATTR_DEV_NET_CFG_MACADDR]), 6, mac, 6);
+	g_assert_null(tb[VDPA_ATTR_MGMTDEV_DEV_NAME]);
+	g_assert_true(nlmsg_hdr(msg)->nlmsg_flags & NLM_F_ACK);
+	nlmsg_free(msg);
+}
+
 static void test_dev_name(void)
 {
 	struct vpd_pf pf = { .name = (char *)"pci/0000:03:00.0" };
@@ -173,6 +192,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/provision/eswitch-get", test_eswitch_get);
 	g_test_add_func("/provision/eswitch-set", test_eswitch_set);
 	g_test_add_func("/provision/vdpa-dev-new", test_vdpa_dev_new);
+	g_test_add_func("/provision/vdpa-dev-mac", test_vdpa_dev_mac);
 	g_test_add_func("/provision/dev-name", test_dev_name);
 	g_test_add_func("/provision/num-vfs-step", test_num_vfs_step);
 	g_test_add_func("/provision/num-vfs-sysfs", test_num_vfs_sysfs);
