@@ -205,11 +205,11 @@ class System:
             f"basename $(readlink /sys/bus/pci/devices/{self.pf}/virtfn{vf})").strip()
         self.l2.check(f"ip netns add {pod} && ip -n {pod} link set lo up")
         self.l2.check(f"/mnt/tools/cni-flow add -vf {addr} -netns {pod} -ifname net1 "
-                      f"-mac {mac} -vlan {vlan} -ip {ip} -state /tmp/{pod}.json", timeout=120)
+                      f"-mac {mac} -vlan {vlan} -ip {ip} -state /tmp/{pod}.json", timeout=300)
 
     def del_pod(self, pod):
         self.l2.check(f"/mnt/tools/cni-flow del -netns {pod} -ifname net1 "
-                      f"-state /tmp/{pod}.json", timeout=120)
+                      f"-state /tmp/{pod}.json", timeout=300)
         self.l2.check(f"ip netns del {pod}")
 
     def ping(self, src, dst_ip, count=3, wait=5):
