@@ -12,6 +12,7 @@ refused with the kernel's usual errors and change nothing.  An unpatched
 guest (Debian's kernel and module) still uses the PF and its VFs as plain
 virtio-net, and `ip link set ... vf` is refused there."""
 import json
+import os
 import time
 
 import pytest
@@ -79,12 +80,17 @@ def one_vf_guest(netns, guest_factory, name, **kw):
     return g, pf, dev, vf_dev
 
 
+def vf0_virtio(g, pf):
+    """The sysfs folder of VF 0's virtio device."""
+    return g.check(f"ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*").strip()
+
+
 def vf0_adopts(g, pf, mac):
     """VF 0's bound driver negotiated VIRTIO_NET_F_ADMIN_MAC (bit 71) and
     adopts @mac, acknowledging it without error.  (virtio_net hears of
     config changes while its interface is up, so a VF that is down adopts
     the MAC when it goes up: this brings it up.)"""
-    vdev = g.check(f"ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*").strip()
+    vdev = vf0_virtio(g, pf)
     assert g.check(f"cut -c72 {vdev}/features").strip() == "1"
     g.check(f"ip link set $(ls {vdev}/net) up")
     g.wait_until(f"grep -qx {mac} {vdev}/net/*/address", timeout=30)
@@ -105,7 +111,7 @@ def lockdep_saw_nothing(g):
 
 def rebind_vf0(g, pf, mac):
     """Bind VF 0's driver again; it takes the MAC its device has: @mac."""
-    vdev = g.check(f"basename $(ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*)").strip()
+    vdev = os.path.basename(vf0_virtio(g, pf))
     g.check(f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/unbind && "
             f"echo {vdev} > /sys/bus/virtio/drivers/virtio_net/bind")
     g.wait_until(f"grep -qx {mac} /sys/bus/pci/devices/{pf}/virtfn0/virtio*/net/*/address",
@@ -255,7 +261,7 @@ def test_announce_while_the_vf_goes_down_and_up(netns, guest_factory):
     g, pf, dev, vf_dev = one_vf_guest(netns, guest_factory, "vfannc",
                                       kernel=paths.guest("vmlinuz-lockdep"))
     lockdep_saw_nothing(g)
-    vdev = g.check(f"ls -d /sys/bus/pci/devices/{pf}/virtfn0/virtio*").strip()
+    vdev = vf0_virtio(g, pf)
     assert g.check(f"cut -c22 {vdev}/features").strip() == "1"  # GUEST_ANNOUNCE
     g.check(f"ip addr add 10.23.0.1/24 dev {vf_dev} && ip link set {vf_dev} up")
     tx = f"cat /sys/class/net/{vf_dev}/statistics/tx_packets"
