@@ -133,7 +133,7 @@ def main():
         if not got:
             shown.append("a pod on another VLAN could not reach them")
 
-        sent, received = s.udp_stream("pod-a", "pod-b", "10.40.0.2", secs=5)
+        sent, received, _ = s.udp_stream("pod-a", "pod-b", "10.40.0.2", secs=5)
         rr = s.l2.run("ip netns exec pod-b /mnt/tools/traffic rr-server -listen :9001 "
                       "> /dev/null 2>&1 & echo $! > /tmp/rr.pid; "
                       "ip netns exec pod-a /mnt/tools/traffic rr-client -to 10.40.0.2:9001 "

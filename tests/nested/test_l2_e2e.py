@@ -119,12 +119,14 @@ def test_forged_source_mac_is_dropped_at_the_switch(system):
 def test_max_tx_rate_caps_a_stream(system):
     """max_tx_rate as the switch enforces it: OVS-DPDK's ingress policer on
     the VF's port.  Under nested TCG one vCPU of the VM both sends and
-    receives, on the order of a hundred frames a second, and how many varies
-    threefold with the load on the machine; so the stream uses 9000-byte
-    frames to offer well over the smallest rate a guest can set (1 Mbit/s),
-    and what passed the policer is counted where the switch hands it to the
-    receiving VF (delivered or dropped at its full ring), not at the
-    receiving application, whose own limit may be below the cap."""
+    receives, some tens of frames a second, and how many varies tenfold
+    with the load on the machine (0.54 to 5.6 Mbit/s in 15 streams of one
+    run); so the stream uses 9000-byte frames to offer more than the
+    smallest rate a guest can set (1 Mbit/s), a capped stream that offered
+    too little is tried again, and what passed the policer is counted
+    where the switch hands it to the receiving VF (delivered or dropped at
+    its full ring), not at the receiving application, whose own limit may
+    be below the cap."""
     s = system
     vf = PODS["d"][0]
     d_port, b_port = vf_port(vf), vf_port(PODS["b"][0])
@@ -132,19 +134,13 @@ def test_max_tx_rate_caps_a_stream(system):
     mtu_of = {"d": PODS["d"][0], "b": PODS["b"][0]}
 
     def stream():
+        """(sent, arrived, policed frames, passed the switch, blocked)"""
         drops, before = qos_drops(s.l1, d_port), port_stats(s.l1, b_port)
-        try:
-            sent, arrived = s.udp_stream("d", "b", "10.40.0.2", size=8900, secs=secs)
-        except AssertionError as e:
-            if "timed out" not in str(e):
-                raise
-            # Seen twice on one loaded machine (2026-11-24): the sender's
-            # 8 s took more than its 120 s margin.  Unexplained (see the
-            # session notes of issue 20); the test says so, it does not pass.
-            pytest.skip(f"the 8 s stream of 9000-byte frames did not end in time: {e}")
+        st = s.udp_stream("d", "b", "10.40.0.2", size=8900, secs=secs)
         after = port_stats(s.l1, b_port)
         to_b = sum(after[k] - before[k] for k in ("tx_pkts", "tx_drop"))
-        return sent, arrived, qos_drops(s.l1, d_port) - drops, to_b * frame * 8 / secs / 1e6
+        return (st.sent, st.received, qos_drops(s.l1, d_port) - drops,
+                to_b * frame * 8 / secs / 1e6, st.blocked)
 
     s.set_mtu(mtu_of, 9000)
     try:
@@ -154,25 +150,29 @@ def test_max_tx_rate_caps_a_stream(system):
                           ).strip() == str(limit * 1000)
         assert s.l1.check(f"ovs-vsctl get Interface {d_port} ingress_policing_burst"
                           ).strip() == str(limit * 100)
-        capped = stream()
+        capped = []
+        while len(capped) < 3 and (not capped or capped[-1][0] <= 1.3 * limit):
+            capped.append(stream())
     finally:
         s.l2.check(f"ip link set {s.pf_dev} vf {vf} max_tx_rate 0")
         s.set_mtu(mtu_of, 1500)
-    for name, (sent, arrived, dropped, passed) in (("without", free), ("with", capped)):
+    for name, (sent, arrived, dropped, passed, blocked) in (
+            [("without", free)] + [("with", c) for c in capped]):
         print(f"{name} max_tx_rate {limit} Mbit/s: {sent:.2f} Mbit/s sent, {passed:.2f} "
-              f"passed the switch, {arrived:.2f} arrived; {dropped} frames policed")
+              f"passed the switch, {arrived:.2f} arrived; {dropped} frames policed"
+              + ("; the sender was blocked at the end" if blocked else ""))
     figures = {"without": free, "with": capped}
     # Without a cap the policer drops nothing.  With it, the stream offered
     # more than the cap, the policer dropped the excess, and what passed is
     # the cap (plus the 100 ms burst over 8 s, and a margin for timing).
-    # A machine whose Level 2 guest cannot offer more than the smallest cap
-    # (1.19 Mbit/s uncapped, 0.65 capped, in one loaded run) cannot show
-    # it: the test says so instead of failing.
+    # A machine whose Level 2 guest offered no more than the smallest cap
+    # three times running (1.19 Mbit/s uncapped, 0.65 capped, in one
+    # loaded run) cannot show it: the test says so instead of failing.
     assert free[2] == 0, figures
-    sent, arrived, dropped, passed = capped
+    sent, arrived, dropped, passed, _ = capped[-1]
     if sent <= 1.3 * limit:
-        pytest.skip(f"the guest offered {sent:.2f} Mbit/s, too little to exceed a cap of "
-                    f"{limit} Mbit/s on this machine: {figures}")
+        pytest.skip(f"the guest offered {sent:.2f} Mbit/s or less three times, too little "
+                    f"to exceed a cap of {limit} Mbit/s on this machine: {figures}")
     assert dropped > 0, figures
     assert passed < 1.2 * limit, figures
     assert arrived < 1.2 * limit, figures
@@ -398,8 +398,6 @@ def test_vm_on_vduse_ports_cannot_migrate_and_says_why(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
     tags = [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)]
     assert tags == ["100", "100", "4095", "4095"], tags
-    # (QEMU's virtio-9p blocks migration while the guest has it mounted)
-    src.check("umount /mnt/tools")
     dst = s.start_destination()
     try:
         with pytest.raises(AgentError, match=r"vdpa svq does not work with features 0x40"):
@@ -411,4 +409,3 @@ def test_vm_on_vduse_ports_cannot_migrate_and_says_why(system):
     assert l1.check("python3 /tmp/vpd_client.py free tenant-a").strip() == "2"
     assert [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip()
             for vf in range(4)] == tags
-    src.check("mount -t 9p -o trans=virtio,version=9p2000.L tools /mnt/tools")

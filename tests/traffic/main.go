@@ -10,7 +10,9 @@
 //	traffic tcp-send -to IP:PORT [-duration 5s]
 //
 // udp-send sends datagrams of -size bytes for -duration (paced to -mbps,
-// or as fast as it can with 0) and prints "sent BYTES bytes in SECS s".
+// or as fast as it can with 0) and prints "sent BYTES bytes in SECS s",
+// then "blocked: ..." when its last write waited more than a second for
+// room in the socket's buffer (a device that stopped sending).
 // udp-sink counts what arrives until -duration has passed since the first
 // datagram and prints "received BYTES bytes in SECS s".  rr-server echoes
 // every datagram; rr-client sends -rate requests per second for -duration
@@ -42,6 +44,13 @@ func udpSend(to string, size int, d time.Duration, mbps float64) {
 	buf := make([]byte, size)
 	var sent int64
 	start := time.Now()
+	// A socket whose device has stopped sending blocks its writer once the
+	// socket's buffer is full: the stream still ends at its duration, and
+	// says that it was blocked.
+	if err := c.SetWriteDeadline(start.Add(d)); err != nil {
+		fail("%v", err)
+	}
+	blocked := false
 	for time.Since(start) < d {
 		if mbps > 0 {
 			due := start.Add(time.Duration(float64(sent*8) / (mbps * 1e6) * float64(time.Second)))
@@ -49,12 +58,19 @@ func udpSend(to string, size int, d time.Duration, mbps float64) {
 				time.Sleep(w)
 			}
 		}
+		t := time.Now()
 		n, err := c.Write(buf)
 		if err == nil {
 			sent += int64(n)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			blocked = time.Since(t) > time.Second
+			break
 		}
 	}
 	fmt.Printf("sent %d bytes in %.3f s\n", sent, time.Since(start).Seconds())
+	if blocked {
+		fmt.Println("blocked: the last write waited until the end")
+	}
 }
 
 func udpSink(listen string, d time.Duration) {
