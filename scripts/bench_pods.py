@@ -39,7 +39,8 @@ VLAN = 100
 
 
 def tool(where):
-    """The traffic tool: at Level 2 over 9p, at Level 1 from the share."""
+    """The traffic tool: at Level 2 from the VM's memory (System copies it
+    there), at Level 1 from its 9p share."""
     return "/mnt/tools/traffic" if where == "l2" else "/scratch/tools/traffic"
 
 
