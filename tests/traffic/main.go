@@ -23,6 +23,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -62,7 +63,7 @@ func udpSend(to string, size int, d time.Duration, mbps float64) {
 		n, err := c.Write(buf)
 		if err == nil {
 			sent += int64(n)
-		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
 			blocked = time.Since(t) > time.Second
 			break
 		}
@@ -181,6 +182,8 @@ func rrClient(to string, rate int, d time.Duration) {
 		}
 		buf[0], buf[1], buf[2], buf[3] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
 		t := time.Now()
+		// (a request that cannot leave within a second counts as lost)
+		_ = c.SetWriteDeadline(t.Add(time.Second))
 		if _, err := c.Write(buf); err != nil {
 			continue
 		}
