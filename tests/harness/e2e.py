@@ -175,10 +175,11 @@ class System:
         pf_vhost = vduse_port(self.l1, f"{name}-pf")
         self.l2 = self.l1.start_l2(name, qemu_args=self.vm_args(name, pf_vhost, mac),
                                    boot_timeout=600)
-        # The tools run from the guest's memory: a program started from the
-        # 9p share (Level 1's own share of this machine's folder) took 12 to
-        # 16 s to start under nested TCG, from memory about 1 s.  The share
-        # is unmounted after (virtio-9p blocks migration while mounted).
+        # The tools run from the guest's memory: started from the 9p share
+        # (Level 1's own share of this machine's folder) one takes about
+        # 16 s under nested TCG, from memory 1 to 2 s (scripts/bench-l2-tools).
+        # The share is unmounted after (virtio-9p blocks migration while
+        # mounted).
         self.l2.check("mkdir -p /mnt/tools /tmp/tools.9p && "
                       "mount -t 9p -o trans=virtio,version=9p2000.L tools /tmp/tools.9p && "
                       "cp /tmp/tools.9p/* /mnt/tools/ && umount /tmp/tools.9p", timeout=300)
