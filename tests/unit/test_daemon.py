@@ -172,6 +172,13 @@ def free_count(dm, pool):
         return sum(1 for v in c.status() if v["POOL"] == pool and v["COUNT"] == 0)
 
 
+def assert_released(dm, pool, n):
+    """The daemon releases what a client held as it sees the client's
+    connection close or its process exit, before it answers any request
+    sent after that: the next one sees pool with n free VFs at once."""
+    assert free_count(dm, pool) == n, f"pool {pool} not back to {n} free at the next request"
+
+
 def wait_free(dm, pool, n, timeout):
     deadline = time.monotonic() + timeout
     while free_count(dm, pool) != n:
@@ -200,7 +207,7 @@ def test_claim_passes_vhost_fds(daemon):
         # Release one explicitly; the other goes with the connection.
         c.release(got[0][0]["HANDLE"])
         assert free_count(daemon, "a") == 2
-    wait_free(daemon, "a", 3, timeout=1)
+    assert_released(daemon, "a", 3)
 
 
 def test_attributes_within_policy(daemon):
@@ -222,7 +229,7 @@ def test_attributes_within_policy(daemon):
         (now,) = c.query()
         assert (now["VLAN"], now["MAC"]) == (100, "02:00:00:00:00:10")
     # Released with the connection, the VF is back to its defaults.
-    wait_free(daemon, "a", 3, timeout=1)
+    assert_released(daemon, "a", 3)
     with daemon.client() as c:
         assert all(v["VLAN"] == 0 for v in c.status())
 
@@ -246,13 +253,13 @@ def test_unauthorised_peer_is_refused(daemon):
     assert free_count(daemon, "a") == 3
 
 
-def test_killed_client_releases_within_1s(daemon):
+def test_killed_client_releases_before_the_next_request(daemon):
     p = holder(daemon, "a", 2)
     assert len(p.stdout.readline().split()) == 2
     assert free_count(daemon, "a") == 1
     p.kill()
-    wait_free(daemon, "a", 3, timeout=1)
     p.wait()
+    assert_released(daemon, "a", 3)
 
 
 def test_garbage_closes_only_that_connection(daemon):
@@ -281,7 +288,8 @@ def test_restart_keeps_claims_and_gives_them_back(daemon):
     assert sorted(p.stdout.readline().split()) == handles
     assert free_count(daemon, "a") == 1
     p.kill()
-    wait_free(daemon, "a", 3, timeout=1)
+    p.wait()
+    assert_released(daemon, "a", 3)
 
 
 def test_claims_of_a_process_gone_while_stopped_are_released(daemon):
@@ -303,7 +311,8 @@ def test_restored_claim_released_when_its_process_exits(daemon):
     daemon.start()
     assert free_count(daemon, "b") == 0
     p.kill()           # never reconnected: its pidfd tells the daemon
-    wait_free(daemon, "b", 1, timeout=1)
+    p.wait()
+    assert_released(daemon, "b", 1)
 
 
 def qemu(*args):
@@ -344,7 +353,7 @@ def test_qemu_daemon_pool_errors_and_release(daemon):
              "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0")
     assert p.returncode == 1
     assert "Fail to query features from vhost-vDPA device" in p.stderr
-    wait_free(daemon, "a", 3, timeout=1)
+    assert_released(daemon, "a", 3)
     assert "2 VF(s) claimed by 'p0@pid-" in daemon.logtext()
 
 
@@ -389,11 +398,11 @@ def test_qemu_claims_a_large_pool_16_vfs_at_a_time():
             (pools, p.stderr)
         log = dm.logtext()
         assert "16 VF(s) claimed by 'p0@pid-" in log and "4 VF(s) claimed by 'p0@pid-" in log, log
-        wait_free(dm, "big", 20, timeout=10)
+        assert_released(dm, "big", 20)
         p = qemu("-object", f"vsriov-daemon-pool,id=p0,socket={dm.sock},pool=big,count=21")
         assert p.returncode == 1
         assert "the daemon refused: pool 'big' has 4 free VF(s), 5 asked" in p.stderr, p.stderr
-        wait_free(dm, "big", 20, timeout=10)
+        assert_released(dm, "big", 20)
     finally:
         finish_daemon(dm)
 
@@ -435,7 +444,9 @@ def test_qemu_has_one_deadline_per_daemon_request(tmp_path):
     assert p.returncode == 1
     assert f"vsriov-daemon-pool 'p0': {path} did not answer within 5 s" in p.stderr, p.stderr
     print(f"QEMU gave up after {took:.1f} s")
-    assert took < 30, took   # 5 s, with QEMU's start; not 16 bytes x 2 s
+    # The deadline itself: QEMU waited its 5 s, and gave up long before
+    # the whole reply came (16 bytes x 2 s); 30 s leaves room for its start.
+    assert 5 <= took < 30, took
 
 
 def test_state_file_round_trip_of_odd_owner_names(daemon):
