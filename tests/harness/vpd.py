@@ -19,6 +19,12 @@ FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROT
            ERRNO="<I")
 
 
+class ProtocolError(Exception):
+    """The daemon broke docs/daemon-protocol.md (a bad magic, a reply to
+    another request, an unexpected message type, fds that do not match the
+    VFs): a bug of the daemon, never a refusal it may give."""
+
+
 class DaemonError(Exception):
     def __init__(self, errno, message):
         super().__init__(f"[errno {errno}] {message}")
@@ -92,7 +98,8 @@ class Client:
         while len(buf) < HEADER:
             buf += self._recv(HEADER - len(buf), fds)
         magic, _, t, seq, n = struct.unpack("<IHHII", buf)
-        assert magic == MAGIC
+        if magic != MAGIC:
+            raise ProtocolError(f"bad magic {magic:#x} in a reply header")
         while len(buf) < HEADER + n:
             buf += self._recv(HEADER + n - len(buf), fds)
         return t, seq, decode_attrs(buf[HEADER:]), fds
@@ -113,11 +120,16 @@ class Client:
         self.seq += 1
         self.send_raw(encode(msg_type, self.seq, attrs))
         t, seq, out, fds = self.recv_reply()
-        assert seq == self.seq, (seq, self.seq)
+        if seq != self.seq:
+            close_fds(fds)
+            raise ProtocolError(f"reply with seq {seq} to request {self.seq}")
         if t == ERROR:
+            close_fds(fds)
             d = dict(out)
             raise DaemonError(d["ERRNO"], d["MESSAGE"])
-        assert t == REPLY
+        if t != REPLY:
+            close_fds(fds)
+            raise ProtocolError(f"message type {t} in answer to request {self.seq}")
         return out, fds
 
     def claim(self, pool, count, owner="test", handover=False):
@@ -127,7 +139,10 @@ class Client:
         out, fds = self.request(CLAIM, attrs + ([("HANDOVER", bytes(16))] if handover else []))
         self.handover = dict(out).get("HANDOVER", self.handover)
         vfs = [v for n, v in out if n == "VF"]
-        assert len(vfs) == len(fds) == count, (out, fds)
+        if not len(vfs) == len(fds) == count:
+            close_fds(fds)
+            raise ProtocolError(f"CLAIM of {count} VF(s) answered with {len(vfs)} VF(s) "
+                                f"and {len(fds)} fd(s): {out}")
         return list(zip(vfs, fds))
 
     def release(self, handle):

@@ -39,10 +39,13 @@ mac-policy = any
 CLIENTS = 3
 
 # One client: claims (at most 2 VFs at a time), sets attributes, releases,
-# at random; survives the daemon's deaths.  Writes what the daemon says it
-# holds to /tmp/chaos-N.json at the end, then holds on until told to exit.
+# at random; survives the daemon's deaths (its connection breaks: it
+# reconnects) and nothing else: anything else, a breach of the protocol
+# (vpd.ProtocolError) among them, ends it with a Traceback and a report
+# that says it failed.  Writes what the daemon says it holds to
+# /tmp/chaos-N.json at the end, then holds on until told to exit.
 CLIENT = r"""
-import json, os, random, sys, time
+import json, os, random, sys, time, traceback
 sys.path.insert(0, "/src/tests")
 from harness import vpd
 
@@ -63,38 +66,50 @@ def connect():
             time.sleep(0.05)   # the daemon is restarting
 
 
-while not os.path.exists("/tmp/chaos.stop"):
-    try:
-        if c is None:
-            c = connect()
-            held = {v["HANDLE"] for v in c.query()}
-        r = rnd.random()
-        if len(held) < 2 and r < 0.4:
-            got = c.claim("a", 1, owner=f"w{me}")
-            vpd.close_fds([fd for _, fd in got])
-            held.add(got[0][0]["HANDLE"])
-        elif held and r < 0.8:
-            h = rnd.choice(sorted(held))
-            c.set_attrs(h, vlan=rnd.randint(100, 199),
-                        mac=f"02:00:00:{me:02x}:{h:02x}:{ops % 256:02x}")
-        elif held:
-            h = rnd.choice(sorted(held))
-            c.release(h)
-            held.discard(h)
-        ops += 1
-    except vpd.DaemonError as e:
-        # Refusals the chaos explains: the pool is empty (ENOSPC), OVS is
-        # restarting (EIO: the VF's flows cannot be set).
-        errors += 1
-        if e.errno not in (28, 5):
-            print("ERROR", e, flush=True)
-    except (OSError, ConnectionError, AssertionError):
-        c = None           # the daemon died in the middle of it
-if c is None:
-    c = connect()
-final = {v["HANDLE"]: [v["VLAN"], v["MAC"], v["VF_INDEX"]] for v in c.query()}
-with open(f"/tmp/chaos-{me}.json", "w") as f:
-    json.dump({"ops": ops, "errors": errors, "held": final}, f)
+def report(**what):
+    with open(f"/tmp/chaos-{me}.json", "w") as f:
+        json.dump(what, f)
+
+
+try:
+    while not os.path.exists("/tmp/chaos.stop"):
+        try:
+            if c is None:
+                c = connect()
+                held = {v["HANDLE"] for v in c.query()}
+            r = rnd.random()
+            if len(held) < 2 and r < 0.4:
+                got = c.claim("a", 1, owner=f"w{me}")
+                vpd.close_fds([fd for _, fd in got])
+                held.add(got[0][0]["HANDLE"])
+            elif held and r < 0.8:
+                h = rnd.choice(sorted(held))
+                c.set_attrs(h, vlan=rnd.randint(100, 199),
+                            mac=f"02:00:00:{me:02x}:{h:02x}:{ops % 256:02x}")
+            elif held:
+                h = rnd.choice(sorted(held))
+                c.release(h)
+                held.discard(h)
+            ops += 1
+        except vpd.DaemonError as e:
+            # Refusals the chaos explains: the pool is empty (ENOSPC), OVS is
+            # restarting (EIO: the VF's flows cannot be set).
+            errors += 1
+            if e.errno not in (28, 5):
+                print("ERROR", e, flush=True)
+        except ConnectionError:
+            # The daemon died in the middle of it: EOF, ECONNRESET or EPIPE.
+            if c is not None:
+                c.close()
+            c = None
+    if c is None:
+        c = connect()
+    final = {v["HANDLE"]: [v["VLAN"], v["MAC"], v["VF_INDEX"]] for v in c.query()}
+except Exception:
+    traceback.print_exc()   # the test fails on it, with this output
+    report(failed=True)
+    sys.exit(1)
+report(ops=ops, errors=errors, held=final)
 print("DONE", flush=True)
 while not os.path.exists("/tmp/chaos.exit"):
     time.sleep(0.05)
@@ -113,8 +128,14 @@ def status(l1):
 
 
 def restart_vswitchd(l1):
-    l1.check("ovs-appctl -t ovs-vswitchd exit && "
-             "ovs-vswitchd --pidfile --detach --log-file", timeout=120)
+    """ovs-vswitchd exits, and once it is gone (ovs-appctl answers before
+    it is: a new one started at once finds its pidfile still locked),
+    starts again."""
+    pid = l1.check("cat /var/run/openvswitch/ovs-vswitchd.pid").strip()
+    l1.check("ovs-appctl -t ovs-vswitchd exit", timeout=120)
+    l1.wait_until(f"! test -d /proc/{pid} || grep -q '^State:[[:space:]]*Z' /proc/{pid}/status",
+                  timeout=60)
+    l1.check("ovs-vswitchd --pidfile --detach --log-file", timeout=120)
 
 
 def test_chaos_kills_restarts_no_lost_or_double_claim(l1host):
@@ -132,7 +153,7 @@ def test_chaos_kills_restarts_no_lost_or_double_claim(l1host):
     start_daemon(l1, daemon)
     for n in range(CLIENTS):
         l1.check(f"setsid python3 /tmp/chaos-client.py {n} > /scratch/chaos-{n}.out 2>&1 "
-                 "< /dev/null & echo $! > /tmp/chaos-{n}.pid")
+                 "< /dev/null &")
 
     # Six deaths of the daemon at random moments; OVS restarted twice while
     # the daemon runs and once while it is down.
@@ -154,6 +175,7 @@ def test_chaos_kills_restarts_no_lost_or_double_claim(l1host):
     for n in range(CLIENTS):
         out = l1.check(f"cat /scratch/chaos-{n}.out")
         assert "ERROR" not in out and "Traceback" not in out, out
+        assert "failed" not in reports[n], out
     ops = sum(r["ops"] for r in reports)
     print(f"chaos: {ops} operations by {CLIENTS} clients, "
           f"{sum(r['errors'] for r in reports)} refused (pool empty, OVS restarting)")
