@@ -13,8 +13,9 @@ with its host-side paths changed, as docs/user-guide.md#live-migration
 tells an operator.  A migration to a destination whose pool is too small
 fails (QEMU's sentence naming the pool is in the destination's domain
 log), and the source runs on; then
-the domain migrates with its pods pinging, and on the destination the
-guest's VF configuration and QMP's are what the guest set, and its PF takes
+the domain migrates with its pods pinging (no more pings lost than
+libvirt's measured downtime explains), and on the destination the guest's
+VF configuration and QMP's are what the guest set, and its PF takes
 new VF commands."""
 import json
 import os
@@ -30,13 +31,13 @@ import pytest
 from harness.libvirt import SecondLibvirtd, virsh
 from harness.vm import GuestBase
 from system.test_l0_libvirt import connect_agent, domain_exists, domain_xml
-from system.test_l0_migration import configure_two_pods
+from system.test_l0_migration import configure_two_pods, pings_across, start_pings
 from system.test_l0_vf_control import guest_vfs, qmp_vfs, vf_summary
 
 pytestmark = pytest.mark.slow
 
 NAME = "vsriov-migrate"
-PINGS = 300             # at 0.1 s: 30 s, the migration in the middle
+PINGS = 600     # at 0.1 s: 60 s; virsh migrate (3.5 to 10 s measured) in the middle
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 
 
@@ -77,6 +78,14 @@ def destination_xml(source_xml, agent_socket, console, pool_netdevs=None):
                 arg.set("value", "vsriov-pool,id=p0," +
                         ",".join(f"netdevs={n}" for n in pool_netdevs))
     return ET.tostring(root, encoding="unicode")
+
+
+def completed_downtime_ms(run_virsh):
+    """The last migration's downtime as libvirt measured it: from the
+    source's stop to the destination's resume (so at least QEMU's own
+    figure, which ends when the source has sent the last state)."""
+    out = run_virsh(f"domjobinfo --completed {NAME}").stdout
+    return int(re.search(r"^Total downtime: +(\d+) +ms$", out, re.M).group(1))
 
 
 def migrate(dst, xml_path, check=True):
@@ -137,23 +146,19 @@ def test_virsh_migrate_live_with_pods_pinging(libvirtd, artifacts):
         with open(good, "w") as f:
             f.write(destination_xml(migratable, dst_agent,
                                     os.path.join(artifacts, f"{NAME}-dst-console.log")))
-        g.check(f"(ip netns exec a ping -i 0.1 -c {PINGS} -W 1 10.18.1.2 "
-                f"> /tmp/ping.log 2>&1; echo done >> /tmp/ping.log) &")
-        g.wait_until("grep -q seq=3 /tmp/ping.log", timeout=30)
+        start_pings(g, "10.18.1.2", PINGS)
         t0 = time.monotonic()
         migrate(dst, good)
         print(f"virsh migrate --live: {time.monotonic() - t0:.1f} s")
+        downtime_ms = completed_downtime_ms(virsh)
+        print(f"downtime (libvirt's, the source's stop to the destination's resume): "
+              f"{downtime_ms} ms")
         assert "shut off" in virsh(f"domstate {NAME}").stdout
         assert "running" in dst.virsh(f"domstate {NAME}").stdout
         agent.close()
         agent = connect_agent(dst_agent, NAME, time.monotonic() + 60)
         d = DomainGuest(agent, dst.virsh)
-        d.wait_until("grep -q done /tmp/ping.log", timeout=120)
-        log = d.check("cat /tmp/ping.log")
-        seqs = sorted({int(s) for s in re.findall(r"seq=(\d+)", log)})
-        print(f"pings: {len(seqs)} of {PINGS} answered, {PINGS - len(seqs)} lost")
-        assert seqs and seqs[0] < 10 and seqs[-1] >= PINGS - 5, log
-        assert PINGS - len(seqs) < PINGS // 2, log
+        pings_across(d, downtime_ms, PINGS)
 
         assert [vf_summary(vf) for vf in guest_vfs(d, dev)] == before_vfs
         assert [(vf["mac"], vf["config"]) for vf in qmp_vfs(d)] == before_qmp
