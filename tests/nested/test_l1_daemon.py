@@ -13,7 +13,10 @@ within 1 s; a restart of the daemon keeps claims, and the client gets them
 back when it reconnects.  With an OVS bridge configured (kernel datapath),
 the representors become its ports, default-deny until claimed; a claimed
 VF's VLAN, MAC and rate become its port's tag, policing and flows, checked
-with ovs-vsctl, ovs-ofctl and OVS's own ofproto/trace."""
+with ovs-vsctl, ovs-ofctl and OVS's own ofproto/trace (test_l1_datapath.py
+checks them on frames).  A VF whose vhost-vdpa device another process
+holds open is quarantined, at the start or at a claim, and never handed
+out."""
 import json
 import os
 import re
@@ -521,3 +524,140 @@ def test_daemon_ovs_ports_and_flows(l1host):
     assert "OVS: 8 representor(s) added to bridge br-vpd" in log, log
     with open(os.path.join(paths.ARTIFACTS, "l1-daemon-ovs-timings.txt"), "w") as f:
         f.write(f"flows_reset_after_kill_s {reset_s:.3f}\n")
+
+
+QUARANTINE_CONF = """[daemon]
+socket = /run/vpd-q/api.sock
+state = /var/lib/vpd-q/state
+[pf {pf}]
+num-vfs = 4
+eswitch = switchdev
+vdpa-mgmtdev = vdpasim_net
+[pool q]
+pf = {pf}
+vfs = 0-3
+"""
+
+# Runs in Level 1: another process holding a device, and a claimant.
+QUARANTINE_CLIENT = r"""
+import errno, fcntl, os, struct, sys, time
+sys.path.insert(0, "/src/tests")
+from harness import vpd
+VHOST_GET_FEATURES = 0x8008af00
+SOCK = "/run/vpd-q/api.sock"
+cmd = sys.argv[1]
+if cmd == "hold":       # PATH STOPFILE: hold the device open until STOPFILE exists
+    fd = os.open(sys.argv[2], os.O_RDWR)
+    try:
+        os.open(sys.argv[2], os.O_RDWR)
+        print("SECOND OPEN WORKED", flush=True)
+    except OSError as e:
+        print("HOLDING", errno.errorcode[e.errno], flush=True)
+    while not os.path.exists(sys.argv[3]):
+        time.sleep(0.05)
+elif cmd == "claim":    # N: claim N VFs, use their fds, then ask for one more
+    c = vpd.Client(SOCK)
+    for vf, fd in c.claim("q", int(sys.argv[2]), owner="q-test"):
+        feat = struct.unpack("<Q", fcntl.ioctl(fd, VHOST_GET_FEATURES, b"\0" * 8))[0]
+        print("VF", vf["VF_INDEX"], vf["VHOST_PATH"], hex(feat))
+    try:
+        vf = vpd.Client(SOCK).claim("q", 1)[0][0]
+        print("MORE granted VF", vf["VF_INDEX"])
+    except vpd.DaemonError as e:
+        print("MORE refused:", e.message)
+"""
+
+
+def test_vf_whose_device_someone_holds_is_quarantined(l1host):
+    """vhost-vdpa lets one process open a device.  A VF whose real
+    vdpa_sim_net device another process holds open (a VM of a lost state
+    file, someone who opened it by hand) is quarantined by the daemon: at
+    its start when the device is held then, at the claim that finds it
+    held otherwise.  It is not handed out (claims take the other VFs, whose
+    fds work, and a claim for more is refused), vdpa-poolctl status shows
+    it quarantined, and it is back in the pool once its holder lets go."""
+    daemon = daemon_binary()
+    poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
+    l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim")
+    pf = l1host.new_netdevsim(11)
+    l1host.check(f"cat > /tmp/vpd.conf <<'EOF'\n{QUARANTINE_CONF.format(pf=pf)}EOF")
+    l1host.check(f"cat > /tmp/vpd-q.py <<'EOF'\n{QUARANTINE_CLIENT}EOF")
+
+    def log_since(offset):
+        return l1host.check(f"tail -c +{offset + 1} {DAEMON_LOG}")
+
+    def log_size():
+        return int(l1host.check(f"touch {DAEMON_LOG} && stat -c %s {DAEMON_LOG}"))
+
+    def states():
+        st = json.loads(l1host.check(f"{poolctl} status --json --socket /run/vpd-q/api.sock"))
+        return {v["vf"]: v["state"] for v in st if v["pool"] == "q"}
+
+    def claim(n):
+        out = l1host.check(f"python3 /tmp/vpd-q.py claim {n}", timeout=120)
+        vfs = [line.split() for line in out.splitlines() if line.startswith("VF ")]
+        for _, _, _, features in vfs:   # VERSION_1: the fd is a working vhost-vdpa device
+            assert int(features, 16) & (1 << 32), out
+        more = [line for line in out.splitlines() if line.startswith("MORE ")]
+        return sorted(int(v[1]) for v in vfs), more, out
+
+    def hold(vf, stop):
+        """Another process opens VF vf's device and holds it until stop."""
+        path = "/dev/" + l1host.check(f"ls /sys/bus/vdpa/devices/vpd-{pf}-{vf}/ | "
+                                      "grep vhost-vdpa-").strip()
+        l1host.check(f"rm -f {stop}; setsid python3 /tmp/vpd-q.py hold {path} {stop} "
+                     f"> /scratch/q-hold{vf}.out 2>&1 < /dev/null &")
+        l1host.wait_until(f"grep -q HOLDING /scratch/q-hold{vf}.out", timeout=60)
+        # vhost-vdpa refuses a second opener: the device is held.
+        assert l1host.check(f"cat /scratch/q-hold{vf}.out").strip() == "HOLDING EBUSY"
+        return path
+
+    # The devices exist once the daemon has provisioned them (a stop
+    # leaves them); VF 1's is then opened by someone else.
+    start_daemon(l1host, daemon)
+    stop_daemon(l1host)
+    try:
+        dev1 = hold(1, "/tmp/q-stop1")
+        offset = log_size()
+        start_daemon(l1host, daemon)
+        log = log_since(offset)
+        assert f"VF 1 of pool 'q': {dev1} is held open by a process the daemon does not " \
+            "know: quarantined (not offered; tried again every 2 s)\n" in log, log
+        assert "ready: 4 pooled VF(s), 0 claim(s) restored, 0 released, 1 VF(s) " \
+            "quarantined, socket /run/vpd-q/api.sock\n" in log, log
+        assert states() == {0: "free", 1: "quarantined", 2: "free", 3: "free"}
+        human = l1host.check(f"{poolctl} status --socket /run/vpd-q/api.sock")
+        assert re.search(r"^q +1  quarantined ", human, re.M), human
+        # Never handed out: the other three are, and work; a fourth is refused.
+        got, more, out = claim(3)
+        assert got == [0, 2, 3], out
+        assert more == ["MORE refused: pool 'q' has 0 free VF(s), 1 asked"], out
+        assert states()[1] == "quarantined"
+        # Its holder lets go: back in the pool, and claimed like any other.
+        l1host.check("touch /tmp/q-stop1")
+        l1host.wait_until(f"tail -c +{offset + 1} {DAEMON_LOG} | "
+                          "grep -q \"VF 1 of pool 'q' usable again: back in the pool\"",
+                          timeout=30)
+        assert states() == {vf: "free" for vf in range(4)}
+        got, more, out = claim(4)
+        assert got == [0, 1, 2, 3] and more == [
+            "MORE refused: pool 'q' has 0 free VF(s), 1 asked"], out
+
+        # Held after the start: the claim that finds VF 0 held quarantines
+        # it and takes another VF instead.
+        dev0 = hold(0, "/tmp/q-stop0")
+        offset = log_size()
+        got, more, out = claim(3)
+        assert got == [1, 2, 3], out
+        assert more == ["MORE refused: pool 'q' has 0 free VF(s), 1 asked"], out
+        assert f"VF 0 of pool 'q' quarantined: cannot open {dev0}: Device or resource " \
+            "busy\n" in log_since(offset)
+        assert states() == {0: "quarantined", 1: "free", 2: "free", 3: "free"}
+        l1host.check("touch /tmp/q-stop0")
+        l1host.wait_until(f"tail -c +{offset + 1} {DAEMON_LOG} | "
+                          "grep -q \"VF 0 of pool 'q' usable again: back in the pool\"",
+                          timeout=30)
+        assert claim(1)[0] == [0]
+    finally:
+        l1host.check("touch /tmp/q-stop0 /tmp/q-stop1")
+    stop_daemon(l1host)
