@@ -66,8 +66,9 @@ def claimed_vfs(l1host, poolctl):
         if v["pool"] == "a" and v.get("owner"))
 
 
-def start_source(l1host, lazy=False):
-    """The source QEMU: its "guest" enables 2 VFs and puts VF 0 in VLAN 100."""
+def start_source(l1host, poolctl, lazy=False):
+    """The source QEMU: its "guest" enables 2 VFs and puts VF 0 in VLAN 100,
+    which the daemon puts on VF 0's switch port.  Returns that port."""
     l1host.check(qemu_cmd("src", lazy=lazy))
     qmp(l1host, "src", "query-status")
     out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock vfs 2",
@@ -75,6 +76,13 @@ def start_source(l1host, lazy=False):
     assert out.split()[:2] == ["vfe=1", "present=2"], out
     assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
                         "vlan 0 100", timeout=60).strip() == "status=0"
+    # (the daemon's VF with VF 0's MAC)
+    mac0 = qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["mac"]
+    (port0,) = [v["port"] for v in json.loads(
+        l1host.check(f"{poolctl} status --json --socket {API}"))
+        if v["pool"] == "a" and v.get("owner") and v["mac"] == mac0]
+    l1host.wait_until(f"test $(ovs-vsctl get Port {port0} tag) = 100", timeout=30)
+    return port0
 
 
 def start_other_vm(l1host):
@@ -86,16 +94,18 @@ def start_other_vm(l1host):
     qmp(l1host, "other", "query-status")
 
 
-def source_as_it_was(l1host, poolctl, claims, flows_before):
+def source_as_it_was(l1host, poolctl, claims, flows_before, port0):
     """After a failed migration: the source runs with its VFs (and the
-    claims are @claims), the switch's flows are @flows_before, VF 0 has
-    VLAN 100, and the guest still configures its VFs through the daemon."""
+    claims are @claims), the switch's flows are @flows_before, VF 0's port
+    @port0 is in VLAN 100, and the guest still configures its VFs through
+    the daemon: VF 0's next VLAN reaches that port."""
     assert claimed_vfs(l1host, poolctl) == claims
     assert qmp(l1host, "src", "query-status")["status"] == "running"
     assert flows(l1host) == flows_before
-    assert qmp(l1host, "src", "query-vsriov")[0]["vfs"][0]["config"]["vlan"] == 100
+    assert tag(l1host, port0) == "100", f"VF 0's port {port0}"
     assert l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/src-qt.sock "
                         "vlan 0 101", timeout=60).strip() == "status=0"
+    l1host.wait_until(f"test $(ovs-vsctl get Port {port0} tag) = 101", timeout=30)
 
 
 def migrate_with_ack(l1host, until):
@@ -141,16 +151,13 @@ def test_daemon_pool_vm_migrates_and_its_flows_follow(l1host, daemon_host, lazy)
             l1host.check(f"{poolctl} status --json --socket {API}"))}
 
     try:
-        start_source(l1host, lazy=lazy)
+        src_port0 = start_source(l1host, poolctl, lazy=lazy)
         src_vfs = qmp(l1host, "src", "query-vsriov")[0]["vfs"]
         assert [v["backend"] for v in src_vfs] == ["vhost-vdpa"] * 2
         st = status()
         src_owned = sorted(k for k, v in st.items() if v.get("owner") and k[0] == "a")
         assert len(src_owned) == 2, {k: v.get("owner") for k, v in st.items()}
-        src_port0 = st[src_owned[0]]["port"]
         src_mac0 = src_vfs[0]["mac"]
-        assert tag(l1host, src_port0) == "100"
-        assert st[src_owned[0]]["mac"] == src_mac0
         # Another client of the same uid, claiming under the VM's own owner
         # name, cannot take the source VF's MAC: only the source's
         # hand-over token lends it, which the migration carries.
@@ -240,7 +247,7 @@ def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_h
     poolctl = daemon_host
 
     try:
-        start_source(l1host)
+        port0 = start_source(l1host, poolctl)
         start_other_vm(l1host)
         before_claims, before_flows = claimed_vfs(l1host, poolctl), flows(l1host)
         assert len(before_claims) == 5
@@ -252,7 +259,7 @@ def test_lazy_destination_without_vfs_fails_the_migration_early(l1host, daemon_h
         assert "virtual SR-IOV PF 'pf0': pool 'p0' did not give the 2 VF(s) the " \
             "migration's source has enabled: vsriov-daemon-pool 'p0': the daemon refused: " \
             "pool 'a' has 0 free VF(s), 1 asked" in log, log
-        source_as_it_was(l1host, poolctl, before_claims, before_flows)
+        source_as_it_was(l1host, poolctl, before_claims, before_flows, port0)
     finally:
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) $(cat /tmp/other.pid) "
                    "2>/dev/null; rm -f /tmp/src.pid /tmp/dst.pid /tmp/other.pid /tmp/mig.sock; "
@@ -270,7 +277,7 @@ def test_failed_daemon_pool_migration_leaks_nothing(l1host, daemon_host, how):
     poolctl = daemon_host
 
     try:
-        start_source(l1host)
+        port0 = start_source(l1host, poolctl)
         src_claims = claimed_vfs(l1host, poolctl)
         assert len(src_claims) == 2
         before = flows(l1host)
@@ -297,7 +304,7 @@ def test_failed_daemon_pool_migration_leaks_nothing(l1host, daemon_host, how):
         l1host.wait_until(f"test \"$({poolctl} status --json --socket {API} | python3 -c "
                           "'import json,sys; print(sum(1 for v in json.load(sys.stdin) "
                           "if v[\"pool\"] == \"a\" and v[\"owner\"]))')\" = 2", timeout=30)
-        source_as_it_was(l1host, poolctl, src_claims, before)
+        source_as_it_was(l1host, poolctl, src_claims, before, port0)
     finally:
         l1host.run("kill $(cat /tmp/src.pid) $(cat /tmp/dst.pid) 2>/dev/null; "
                    "rm -f /tmp/src.pid /tmp/dst.pid /tmp/mig.sock; true")
