@@ -100,26 +100,77 @@ elif cmd == "ovs-hold":
     c.set_attrs(h0, link_state=2)
     print("DISABLED", flush=True)
     wait_for("/tmp/ovs.never")
-elif cmd == "claim-a":
-    c = vpd.Client("/run/vpd/api.sock", timeout=120)  # OVS takes its deadline
+elif cmd == "hung":
+    # ovs-vswitchd is stopped.  A claim that waits for OVS, and meanwhile a
+    # STATUS (until it shows the claim) and a QUERY on other connections:
+    # whether each was answered while the claim still waited.
+    import json, select
+    SOCK = "/run/vpd/api.sock"
+    claim = vpd.Client(SOCK, timeout=120)
+    claim.send_raw(vpd.encode(vpd.CLAIM, 1, [("POOL", "a"), ("OWNER", "vm-hung"),
+                                             ("COUNT", 1)]))
+    t_claim = time.monotonic()
+    out = {}
+
+    def waiting():
+        return not select.select([claim.sock], [], [], 0)[0]
+
+    deadline = time.monotonic() + 60
+    while True:
+        t0 = time.monotonic()
+        vfs = vpd.Client(SOCK, timeout=60).status()
+        out["status_s"] = round(time.monotonic() - t0, 3)
+        out["status_while_claim_waited"] = waiting()
+        out["status_flows"] = sorted({f for v in vfs for f in v.get("FLOWS", [])})
+        if any(v.get("OWNER") == "vm-hung" for v in vfs) or not waiting() or \
+                time.monotonic() > deadline:
+            break
     t0 = time.monotonic()
-    try:
-        c.claim("a", 1, owner="vm-hung")
-        print("CLAIMED", round(time.monotonic() - t0, 1), flush=True)
-    except vpd.DaemonError as e:
-        print("REFUSED", e.errno, round(time.monotonic() - t0, 1), e.message, flush=True)
-    wait_for("/tmp/ovs.never")
-elif cmd == "timed":
-    import json
-    t0 = time.monotonic()
-    vfs = c.query() if sys.argv[2] == "query" else c.status()
-    print(round(time.monotonic() - t0, 3),
-          json.dumps(sorted({f for v in vfs for f in v.get("FLOWS", [])})))
+    vpd.Client(SOCK).query()
+    out["query_s"] = round(time.monotonic() - t0, 3)
+    out["query_while_claim_waited"] = waiting()
+    t, _, attrs, _ = claim.recv_reply()
+    out["claim_s"] = round(time.monotonic() - t_claim, 1)
+    out["claim"] = [dict(attrs).get("ERRNO"), dict(attrs).get("MESSAGE")]
+    print(json.dumps(out))
 elif cmd == "claim-b":
     try:
         c.claim("b", 1)
     except vpd.DaemonError as e:
         print("REFUSED", e.errno, e.message)
+"""
+
+
+# Runs in Level 1 while the daemon is stopped: the guest's VF Enable of one
+# VF, played through qtest, and what the PF shows (VF Enable, the VF
+# there, QEMU given up on the daemon) right after the write returned and
+# once VF Enable cleared.
+QTEST_DAEMON_STOPPED = r"""
+import json, sys, time
+sys.path.insert(0, "/src/tests")
+from harness.qtest_pci import QtestPci, SRIOV_CTRL, SRIOV_NUM_VF, VFE
+sock, log = sys.argv[1], sys.argv[2]
+q = QtestPci(sock)
+cap = q.sriov_cap()
+
+
+def seen():
+    with open(log) as f:
+        gave_up = "did not answer within" in f.read()
+    return [q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE, int(q.vf_present(0)), int(gave_up)]
+
+
+q.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+q.write(1, 0, cap + SRIOV_NUM_VF, 2, 1)
+t0 = time.perf_counter()
+q.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
+write_ms = (time.perf_counter() - t0) * 1000
+after_write = seen()
+deadline = time.monotonic() + 60
+while q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(json.dumps({"write_ms": round(write_ms, 2), "after_write": after_write,
+                  "cleared_after_s": round(time.perf_counter() - t0, 1), "end": seen()}))
 """
 
 
@@ -227,7 +278,8 @@ def test_daemon_provisions_and_serves(l1host):
 
     lazy_daemon_pool(l1host, qemu)
 
-    # Killed: its VFs are free again within 1 s.
+    # Killed: its VFs are free again (documented: within 1 s; 10 s allowed
+    # here for a loaded machine, the time in l1-daemon-timings.txt).
     l1host.check("kill -9 $(cat /tmp/hold.pid)")
     t0 = time.monotonic()
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 6", timeout=10,
@@ -286,18 +338,23 @@ def lazy_daemon_pool(l1host, qemu):
     assert vfs(0) == ["vfe=0", "present=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     # A daemon that answers after QEMU's 5 s timeout (stopped meanwhile):
-    # the VF Enable write returns at once (QEMU claims in its main loop),
-    # VF Enable reads set while the VF does not respond, then clears.  The
-    # late answer, which claimed a VF, is known by its sequence number and
-    # that VF given back: the next VF Enable holds exactly its own VFs.
+    # the VF Enable write returns before QEMU has its answer or gives up
+    # (QEMU claims in its main loop): VF Enable reads set while the VF does
+    # not respond, then clears when QEMU gives up.  The late answer, which
+    # claimed a VF, is known by its sequence number and that VF given
+    # back: the next VF Enable holds exactly its own VFs.
+    l1host.check(f"cat > /tmp/qt-stopped.py <<'EOF'\n{QTEST_DAEMON_STOPPED}EOF")
     l1host.check("kill -STOP $(cat /tmp/vpd.pid)")
-    out = l1host.check("python3 /src/tests/harness/qtest_pci.py /tmp/qt.sock vfs 1",
-                       timeout=120).split()
-    l1host.check("kill -CONT $(cat /tmp/vpd.pid)")
-    assert out[:2] == ["vfe=0", "present=0"], out
-    write_ms = float(out[3].split("=")[1])
-    print(f"VF Enable write with the daemon stopped: {write_ms} ms; refused after {out[2]}")
-    assert write_ms < 1000, out
+    try:
+        stopped = json.loads(l1host.check("python3 /tmp/qt-stopped.py /tmp/qt.sock "
+                                          "/scratch/qemu-lazy.log", timeout=120))
+    finally:
+        l1host.check("kill -CONT $(cat /tmp/vpd.pid)")
+    print(f"VF Enable write with the daemon stopped: {stopped['write_ms']} ms; refused after "
+          f"{stopped['cleared_after_s']} s")
+    # [VF Enable, VF present, QEMU gave up]
+    assert stopped["after_write"] == [1, 0, 0], stopped
+    assert stopped["end"] == [0, 0, 1], stopped
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     assert vfs(2) == ["vfe=1", "present=2"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 2", timeout=30)
@@ -305,7 +362,8 @@ def lazy_daemon_pool(l1host, qemu):
     assert sorted(o.split("@")[0] for o in owners if o.startswith("/machine/")) == \
         ["/machine/peripheral/pf0/vf[0]", "/machine/peripheral/pf0/vf[1]"], owners
     log = l1host.check("cat /scratch/qemu-lazy.log")
-    assert "did not answer within 5 s" in log, log
+    assert "virtual SR-IOV PF 'pf0': VF Enable with 1 VF(s) refused: vsriov-daemon-pool 'p0': " \
+        "/run/vpd/api.sock did not answer within 5 s\n" in log, log
     assert vfs(0) == ["vfe=0", "present=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     # Five asked, four free in the daemon: VF Enable does not take, and the
@@ -466,33 +524,28 @@ def test_daemon_ovs_ports_and_flows(l1host):
 
     # ovs-vswitchd hangs (SIGSTOP) while a client claims a VF: that claim
     # waits for OVS and fails after OVS's deadline, but the API does not
-    # wait with it: another client's QUERY is answered at once, and STATUS
-    # within its wait for the flows, saying they are unknown.  Once OVS
-    # runs again, the bridge holds what the claims say.
+    # wait with it: another client's STATUS, showing the claim with its
+    # flows unknown, and a QUERY are answered while the claim still waits.
+    # Once OVS runs again, the bridge holds what the claims say.
     pid = l1host.check("cat /var/run/openvswitch/ovs-vswitchd.pid").strip()
     l1host.check(f"kill -STOP {pid}")
     try:
-        l1host.check("setsid python3 /tmp/vpd-client.py claim-a > /scratch/claim-a.out 2>&1 "
-                     "< /dev/null & echo $! > /tmp/claim-a.pid")
-        # The claim is under way: the pool has the VF claimed, OVS not yet.
-        l1host.wait_until("python3 /tmp/vpd-client.py owners a | grep -q vm-hung",
-                          timeout=30)
-        took, _ = l1host.check("python3 /tmp/vpd-client.py timed query").split(" ", 1)
-        st_took, st_flows = l1host.check("python3 /tmp/vpd-client.py timed status"
-                                         ).split(" ", 1)
-        print(f"OVS hung: QUERY answered in {took} s, STATUS in {st_took} s")
-        assert float(took) < 1, took
-        assert float(st_took) < 5, st_took
-        assert any(f.startswith("unknown: ") for f in json.loads(st_flows)), st_flows
-        l1host.wait_until("grep -q -e REFUSED -e CLAIMED /scratch/claim-a.out", timeout=60)
+        hung = json.loads(l1host.check("python3 /tmp/vpd-client.py hung", timeout=180))
     finally:
         l1host.check(f"kill -CONT {pid}")
-    out = l1host.check("cat /scratch/claim-a.out")
-    assert out.startswith("REFUSED 5 "), out    # EIO: OVS did not apply it
+    print(f"OVS hung: QUERY answered in {hung['query_s']} s, STATUS in {hung['status_s']} s, "
+          f"the claim refused after {hung['claim_s']} s")
+    assert hung["status_while_claim_waited"] and hung["query_while_claim_waited"], hung
+    assert any(f.startswith("unknown: ") for f in hung["status_flows"]), hung
+    # (EIO; VF 2 without a VLAN of its pool stays shut, so its flows went
+    # to ovs-vswitchd with its OVSDB rows and their bundle timed out)
+    assert hung["claim"] == [5, "VF 2 of pool 'a': OpenFlow: no answer within 10 s"], hung
+    # vdpa-poolctl status answers within 2 s while OVS hangs
+    # (docs/daemon-admin.md); 5 s for a loaded machine.
+    assert hung["status_s"] < 5, hung
     l1host.wait_until(f"test \"$(ovs-ofctl --no-stats --no-names dump-flows br-vpd | "
                       f"grep -c cookie=)\" = {len(claimed)}", timeout=60)
     assert flows(l1host) == claimed
-    l1host.check("kill $(cat /tmp/claim-a.pid)")
 
     # VF 0's link disabled: its traffic is dropped again; VF 1's is not.
     l1host.check("touch /tmp/ovs.disable")
@@ -500,7 +553,8 @@ def test_daemon_ovs_ports_and_flows(l1host):
     assert trace(l1host, f"in_port=1,dl_src=02:00:00:00:00:10,{bcast}") == set()
     assert trace(l1host, f"in_port=2,dl_src=02:00:00:00:00:11,{bcast}") == {reps[0]}
 
-    # The client dies: within 1 s its VFs are default-deny and free again.
+    # The client dies: its VFs are default-deny and free again (documented:
+    # within 1 s; 10 s allowed, the time in l1-daemon-ovs-timings.txt).
     l1host.check("kill -9 $(cat /tmp/ovs-hold.pid)")
     t0 = time.monotonic()
     l1host.wait_until(f"test \"$(ovs-ofctl dump-flows br-vpd | grep -c priority=100)\" = 0 && "
