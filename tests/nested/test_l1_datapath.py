@@ -37,10 +37,11 @@ def mac(vf):
     return f"02:00:00:00:00:{0x10 + vf:02x}"
 
 
-def figures(line):
-    print(line)
-    with open(os.path.join(paths.ARTIFACTS, "l1-datapath-figures.txt"), "a") as f:
-        f.write(line + "\n")
+def figures(lines):
+    """Print the rate test's figures and keep them in the artifacts."""
+    print("\n".join(lines))
+    with open(os.path.join(paths.ARTIFACTS, "l1-datapath-rate.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def test_spoof_check_drops_a_foreign_source_and_off_lets_it_pass(switch):
@@ -123,9 +124,10 @@ def test_max_tx_rate_caps_a_stream_and_without_it_nothing_is_policed(switch):
     assert (switch.flow_packets(ALLOW, 4) - allow0, switch.vf_packets(4) - seen0) == \
         (passed, passed)
     rate = passed * sent["bytes"] / sent["frames"] * 8 / sent["seconds"] / 1e6
-    figures(f"max_tx_rate {cap} Mbit/s: offered {offered:.1f} Mbit/s for {sent['seconds']:.2f} "
-            f"s ({sent['frames']} frames), the policer dropped {dropped}, passed {passed}: "
-            f"{rate:.2f} Mbit/s")
+    capped = (f"max_tx_rate {cap} Mbit/s: offered {offered:.1f} Mbit/s for "
+              f"{sent['seconds']:.2f} s ({sent['frames']} frames), the policer dropped "
+              f"{dropped}, passed {passed}: {rate:.2f} Mbit/s")
+    figures([capped])
     assert dropped > 0
     # At most the rate for the stream's time plus one burst (100 ms at the
     # rate); at least half the rate.
@@ -139,5 +141,6 @@ def test_max_tx_rate_caps_a_stream_and_without_it_nothing_is_policed(switch):
     switch.wait_classified({4: seen0 + sent["frames"]})
     assert switch.flow_packets(ALLOW, 4) - allow0 == sent["frames"]
     rate = sent["bytes"] * 8 / sent["seconds"] / 1e6
-    figures(f"max_tx_rate 0: offered and passed {rate:.1f} Mbit/s ({sent['frames']} frames)")
+    figures([capped, f"max_tx_rate 0: offered and passed {rate:.1f} Mbit/s "
+                     f"({sent['frames']} frames)"])
     assert rate >= 5 * cap
