@@ -49,6 +49,17 @@ L1_OVS_DPDK_START = _L1_OVSDB_START + (
 )
 
 
+def restart_vswitchd(l1):
+    """Level 1's ovs-vswitchd (kernel datapath) exits and, once it is gone
+    (ovs-appctl answers before it is: a new one started at once finds its
+    pidfile still locked), starts again."""
+    pid = l1.check("cat /var/run/openvswitch/ovs-vswitchd.pid").strip()
+    l1.check("ovs-appctl -t ovs-vswitchd exit", timeout=120)
+    l1.wait_until(f"! test -d /proc/{pid} || grep -q '^State:[[:space:]]*Z' /proc/{pid}/status",
+                  timeout=60)
+    l1.check("ovs-vswitchd --pidfile --detach --log-file", timeout=120)
+
+
 def _sh(cmd, timeout=60, check=True):
     res = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:

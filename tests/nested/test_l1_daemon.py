@@ -26,7 +26,7 @@ import pytest
 
 from harness import paths
 from harness.e2e import DAEMON_LOG, daemon_binary, start_daemon, stop_daemon, wait_daemon_ready
-from harness.ovs import L1_OVS_START
+from harness.ovs import L1_OVS_START, restart_vswitchd
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -514,8 +514,7 @@ def test_daemon_ovs_ports_and_flows(l1host):
 
     # ovs-vswitchd restarts (and forgets every flow): the daemon notices and
     # puts them all back within seconds.
-    l1host.check("ovs-appctl -t ovs-vswitchd exit && "
-                 "ovs-vswitchd --pidfile --detach --log-file", timeout=120)
+    restart_vswitchd(l1host)
     l1host.wait_until(f"test $(ovs-ofctl --no-stats dump-flows br-vpd | grep -c cookie=) "
                       f"= {len(claimed)}", timeout=60)
     assert flows(l1host) == claimed

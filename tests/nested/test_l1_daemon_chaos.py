@@ -18,7 +18,7 @@ import random
 import pytest
 
 from harness.e2e import DAEMON_LOG, daemon_binary, start_daemon
-from harness.ovs import L1_OVS_START
+from harness.ovs import L1_OVS_START, restart_vswitchd
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -125,17 +125,6 @@ print(json.dumps(vpd.Client("/run/vpd-chaos/api.sock", timeout=60).status()))
 
 def status(l1):
     return json.loads(l1.check("python3 /tmp/chaos-status.py", timeout=120))
-
-
-def restart_vswitchd(l1):
-    """ovs-vswitchd exits, and once it is gone (ovs-appctl answers before
-    it is: a new one started at once finds its pidfile still locked),
-    starts again."""
-    pid = l1.check("cat /var/run/openvswitch/ovs-vswitchd.pid").strip()
-    l1.check("ovs-appctl -t ovs-vswitchd exit", timeout=120)
-    l1.wait_until(f"! test -d /proc/{pid} || grep -q '^State:[[:space:]]*Z' /proc/{pid}/status",
-                  timeout=60)
-    l1.check("ovs-vswitchd --pidfile --detach --log-file", timeout=120)
 
 
 def test_chaos_kills_restarts_no_lost_or_double_claim(l1host):
