@@ -11,10 +11,14 @@ The counts go to $VSRIOV_ARTIFACTS/upstream-plugins.json and are printed
 $VSRIOV_CACHE/upstream-trees at the same paths each run, so that Go's
 build cache and golangci-lint's cache ($VSRIOV_CACHE/golangci-lint-cache)
 serve the next run; golangci-lint itself is installed, when missing, in
-$VSRIOV_CACHE/gotools/golangci-lint-<version>/ with `go install`; and the
-counts of a release without the series, which depend only on its tarball,
-Go and the test command, are kept there too and run again when one of
-those changes."""
+$VSRIOV_GOTOOLS/golangci-lint-<version>/ (default $VSRIOV_CACHE/gotools)
+with `go install`; and the counts of a release without the series, which
+depend only on its tarball, Go and the test command, are kept in
+upstream-trees too and run again when one of those changes.  On a fresh
+machine, scripts/test builds the golangci-lints and compiles the releases'
+dependencies in the background while it builds the rest and runs the
+first unit tests (harness/upstream.py's prebuild()); these tests wait for
+that first."""
 import hashlib
 import json
 import os
@@ -23,12 +27,11 @@ import subprocess
 
 import pytest
 
-from harness import paths, upstream
+from harness import golang, paths, upstream
 
 pytestmark = pytest.mark.slow
 
 TREES = os.path.join(paths.CACHE, "upstream-trees")
-GOTOOLS = os.path.join(paths.CACHE, "gotools")
 LINT_CACHE = os.path.join(paths.CACHE, "golangci-lint-cache")
 COUNTS = os.path.join(paths.ARTIFACTS, "upstream-plugins.json")
 # The Makefiles' `test` targets give each package 15 s (device plugin) or
@@ -57,28 +60,18 @@ class Trees:
 @pytest.fixture(scope="module", params=sorted(upstream.RELEASES))
 def trees(request):
     """The release of one project as it is and with our series."""
+    waited = upstream.wait_prebuild()
+    if waited >= 1:
+        print(f"\nwaited {waited:.0f} s for scripts/test's prebuild of the Go tools and "
+              f"dependencies ({golang.GOTOOLS}/prebuild.log)")
     return Trees(request.param)
 
 
 def makefile_var(tree_dir, name):
     with open(os.path.join(tree_dir, "Makefile")) as f:
-        m = re.search(rf"^{name}\s*\??=\s*(\S+)", f.read(), re.M)
-    assert m, f"{name} is not set in {tree_dir}/Makefile"
-    return m.group(1)
-
-
-def golangci_lint(version):
-    """golangci-lint at version, built with our Go if it is not there yet."""
-    gobin = os.path.join(GOTOOLS, f"golangci-lint-{version}")
-    binary = os.path.join(gobin, "golangci-lint")
-    if not os.path.exists(binary):
-        major = "/v2" if not version.startswith("v1.") else ""
-        p = subprocess.run(
-            ["go", "install", f"github.com/golangci/golangci-lint{major}/cmd/golangci-lint@{version}"],
-            env=dict(upstream.go_env(), GOBIN=gobin), capture_output=True, text=True,
-            timeout=1800)
-        assert p.returncode == 0, f"cannot install golangci-lint {version}:\n{p.stderr}"
-    return binary
+        value = upstream.makefile_var(f.read(), name)
+    assert value, f"{name} is not set in {tree_dir}/Makefile"
+    return value
 
 
 def netns_names():
@@ -169,7 +162,7 @@ def test_build_and_vet(trees):
 def test_golangci_lint_with_the_projects_configuration(trees):
     version = makefile_var(trees.after, "GOLANGCI_LINT_VERSION")
     assert os.path.exists(os.path.join(trees.after, ".golangci.yml"))
-    lint = golangci_lint(version)
+    lint = golang.golangci_lint(version)
     env = dict(upstream.go_env(), GOLANGCI_LINT_CACHE=LINT_CACHE)
     p = subprocess.run([lint, "run"], cwd=trees.after, env=env, capture_output=True, text=True,
                        timeout=1800)
