@@ -6,6 +6,7 @@ is a VDUSE port of the same bridge and whose VFs come from the daemon.
 Used by tests/nested/test_l2_e2e.py, scripts/demo and scripts/bench-pods.
 """
 import collections
+import json
 import os
 import re
 import uuid
@@ -124,6 +125,29 @@ def drop_count(l1, port):
     return sum(int(m.group(1)) for m in re.finditer(r"n_packets=(\d+).*actions=drop", out))
 
 
+def port_flows(l1, port):
+    """The OpenFlow rules of the port's traffic into the switch, as
+    (priority, actions, n_packets), highest priority first."""
+    out = l1.check(f"ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} in_port={port_no(l1, port)}")
+    flows = [(int(re.search(r"priority=(\d+)", f).group(1)),
+              re.search(r"actions=(\S+)", f).group(1),
+              int(re.search(r"n_packets=(\d+)", f).group(1)))
+             for f in out.splitlines() if "actions=" in f]
+    return sorted(flows, reverse=True)
+
+
+def trace(l1, port, src, dst):
+    """What the switch does with a frame from src to dst entering at port
+    (OVS's own classifier, ofproto/trace): its datapath actions."""
+    # (OVS-DPDK's vswitchd names its control socket for its program name)
+    ctl = "$(ls /run/openvswitch/ovs-vswitchd*.$(cat /run/openvswitch/ovs-vswitchd.pid).ctl)"
+    out = l1.check(f"ovs-appctl -t {ctl} ofproto/trace {BRIDGE} "
+                   f"in_port={port_no(l1, port)},dl_src={src},dl_dst={dst}")
+    m = re.search(r"^Datapath actions: (.*)$", out, re.M)
+    assert m, out
+    return m.group(1)
+
+
 def qos_drops(l1, port):
     """Frames from the VF that OVS-DPDK's ingress policer dropped."""
     out = l1.check(f"ovs-vsctl get Interface {port} statistics")
@@ -223,11 +247,94 @@ class System:
         self.l2.check(f"ip netns del {pod}")
 
     def ping(self, src, dst_ip, count=3, wait=5):
-        """Replies pod src got from dst_ip."""
+        """Replies pod src got from dst_ip to count pings.  A ping that did
+        not send all count requests (a missing namespace or interface, no
+        route) raises: a negative check must not pass because nothing was
+        sent."""
         r = self.l2.run(f"ip netns exec {src} ping -c {count} -W {wait} {dst_ip}",
                         timeout=count * wait + 60)
-        m = re.search(r"(\d+) packets received", r.stdout)
-        return int(m.group(1)) if m else 0
+        m = re.search(r"(\d+) packets transmitted, (\d+) packets received", r.stdout)
+        assert m and int(m.group(1)) == count, \
+            f"ping from pod {src} to {dst_ip} did not send {count} requests: {r}"
+        return int(m.group(2))
+
+    def pod_names(self):
+        return set(self.l2.check("ip netns list | cut -d' ' -f1").split())
+
+    def remove_pods(self):
+        """DEL every pod (cni-flow's state file says which were added)."""
+        for pod in sorted(self.pod_names()):
+            if self.l2.run(f"test -f /tmp/{pod}.json").status == 0:
+                self.del_pod(pod)
+            else:
+                self.l2.check(f"ip netns del {pod}")
+
+    def ensure_pods(self, pods):
+        """The VM as a test expects to find it, whatever the test before
+        it left: the PF's VFs enabled and each pod of pods ({name: (vf,
+        mac, vlan, ip)}) on its VF as add_pod made it (the VF's MAC and
+        VLAN, link state auto, no rate cap, spoof checking on, MTU 1500 in
+        the pod and on the switch, no neighbour cached); other pods are
+        removed.  Reads the state in one command per level and changes
+        only what differs (each change is a round trip to the daemon)."""
+        out = self.l2.check(
+            f"d=/sys/bus/pci/devices/{self.pf}; cat $d/sriov_numvfs $d/sriov_totalvfs; "
+            f"ip -j link show {self.pf_dev}; echo; "
+            "for n in $(ip netns list | cut -d' ' -f1); do ip -n $n neigh flush all; "
+            "echo \"$n $(ip -n $n -j addr show net1 2>/dev/null)\"; done")
+        lines = out.splitlines()
+        numvfs, total = int(lines[0]), int(lines[1])
+        (link,) = json.loads(lines[2])
+        have = {}
+        for line in lines[3:]:
+            name, _, addr = line.partition(" ")
+            if name:
+                have[name] = json.loads(addr)[0] if addr.strip() else None
+        if numvfs != total or set(have) - set(pods):
+            self.remove_pods()
+            if numvfs != total:
+                self.enable_vfs(0)
+                self.enable_vfs(total)
+            return self.ensure_pods(pods)
+        vfinfo = {v["vf"]: v for v in link.get("vfinfo_list", [])}
+        mtus = self.l1.check("; ".join(f"ovs-vsctl get Interface {vf_port(vf)} mtu"
+                                       for vf, _, _, _ in pods.values())).split()
+        for (pod, (vf, mac, vlan, ip)), mtu in zip(pods.items(), mtus):
+            if mtu != "1500":
+                self.l1.check(f"ovs-vsctl set Interface {vf_port(vf)} mtu_request=1500")
+            net1 = have.get(pod)
+            if pod in have and (not net1 or ip not in
+                                [f"{a['local']}/{a['prefixlen']}" for a in net1["addr_info"]]):
+                self.l2.check(f"ip netns del {pod}")
+                del have[pod]
+            if pod not in have:
+                self.add_pod(pod, vf, mac, vlan, ip)
+                continue
+            v = vfinfo.get(vf, {})
+            want = {"mac": mac, "vlan": vlan, "spoofchk": True, "link_state": "auto",
+                    "max_tx_rate": 0}
+            now = {"mac": v.get("address"),
+                   "vlan": (v.get("vlan_list") or [{}])[0].get("vlan", 0),
+                   "spoofchk": v.get("spoofchk"), "link_state": v.get("link_state"),
+                   "max_tx_rate": v.get("rate", {}).get("max_tx")}
+            keyword = {"link_state": "state"}   # (ip link's words)
+            fix = " ".join(f"{keyword.get(k, k)} {'on' if want[k] is True else want[k]}"
+                           for k in want if now[k] != want[k])
+            if fix:
+                self.l2.check(f"ip link set {self.pf_dev} vf {vf} {fix}")
+            if (net1["address"], net1["mtu"], "UP" in net1["flags"]) != (mac, 1500, True):
+                self.l2.check(f"ip -n {pod} link set net1 mtu 1500 address {mac} up")
+        self.l2.wait_until(" && ".join(f"ip -n {p} link show net1 | grep -q LOWER_UP"
+                                       for p in pods) or "true", timeout=60)
+
+    def pin_neighbours(self, pods):
+        """Permanent neighbour entries between the pods ({name: (mac, ip)})
+        of one VLAN: no ARP request, probe or reply of theirs crosses the
+        switch, so a test can count the frames it sends itself."""
+        for pod in pods:
+            self.l2.check(" && ".join(
+                f"ip -n {pod} neigh replace {ip.split('/')[0]} lladdr {mac} dev net1 "
+                "nud permanent" for other, (mac, ip) in pods.items() if other != pod))
 
     def udp_stream(self, src, dst, dst_ip, size=1400, secs=8):
         """A UDP stream of size-byte datagrams from pod src to pod dst, as
