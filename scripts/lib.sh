@@ -120,11 +120,6 @@ go_ensure() {
 	export PATH=$GOROOT_PINNED/bin:$PATH GOTOOLCHAIN=local
 	unset GOROOT
 	[ "$(go env GOVERSION)" = "go$GO_VERSION" ] || die "go on PATH is not the pinned go$GO_VERSION"
-	# scripts/test with the unit suite (its $suites): build the upstream
-	# plugins' Go tools ahead, beside its builds.
-	if [ "$(basename "$0")" = test ] && [[ " ${suites[*]:-} " == *" unit "* ]]; then
-		gotools_prebuild
-	fi
 }
 
 # Go tools and the Go build cache's contents that the unit suite's upstream
