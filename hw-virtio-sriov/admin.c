@@ -20,7 +20,7 @@
  * (VsriovPoolClass.configure); until then the queue waits and no vCPU
  * does.  A command that fails has no side effects: EINVAL and EPERM are
  * checked before anything changes, and after a provider's time-out the
- * recorded configuration is sent again (vfcfg.c), so the answer EAGAIN
+ * recorded configuration is sent again (vf-config.c), so the answer EAGAIN
  * means "nothing changed, try again".
  *
  * Copyright (c) 2026 vsriov contributors
@@ -42,7 +42,6 @@
 #include "standard-headers/linux/virtio_pci.h"
 #include "standard-headers/linux/virtio_net.h"
 #include "vsriov.h"
-#include "vfcfg.h"
 #include "admin.h"
 #include "trace.h"
 
@@ -122,11 +121,11 @@ static AdminStatus status_of(int ret)
     case -ECONNRESET:
     case -ENOTCONN:
     case -EPIPE:
-        /* nothing changed (vfcfg.c put back what may have) */
+        /* nothing changed (vf-config.c put back what may have) */
         return st(VSRIOV_ADMIN_STATUS_EAGAIN, VSRIOV_ADMIN_Q_TRYAGAIN);
     default:
         /*
-         * The provider could not apply it, maybe in part: vfcfg.c put
+         * The provider could not apply it, maybe in part: vf-config.c put
          * the recorded configuration back, so nothing changed.
          */
         return st(VSRIOV_ADMIN_STATUS_EAGAIN, VSRIOV_ADMIN_Q_TRYAGAIN);
@@ -167,14 +166,17 @@ static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
 static void member_cfg_get(VsriovPF *vpf, uint16_t i,
                            struct vsriov_admin_net_member_cfg *r)
 {
-    const VsriovVFConfig *c = &vpf->vfcfg[i];
+    const VsriovVFConfig *c = &vpf->cfg.vf[i];
 
     memset(r, 0, sizeof(*r));
     memcpy(r->mac, vsriov_vf_net(vpf->vfs[i])->mac, sizeof(r->mac));
     r->vlan_id = cpu_to_le16(c->vlan);
     r->vlan_proto = cpu_to_le16(c->vlan ? c->vlan_proto : ETH_P_8021Q);
     r->vlan_qos = c->qos;
-    r->link_state = c->link_state;
+    r->link_state = c->link_state == VSRIOV_VF_LINK_ENABLE ?
+                    VSRIOV_ADMIN_LINK_UP :
+                    c->link_state == VSRIOV_VF_LINK_DISABLE ?
+                    VSRIOV_ADMIN_LINK_DOWN : VSRIOV_ADMIN_LINK_AUTO;
     r->flags = (c->spoofchk ? VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK : 0) |
                (c->trust ? VSRIOV_ADMIN_MEMBER_F_TRUSTED : 0) |
                (c->mac_set ? VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET : 0);
@@ -212,7 +214,7 @@ static int member_cfg_set(VsriovAdmin *a, uint16_t i,
     uint16_t vlan = le16_to_cpu(r->vlan_id);
     uint16_t proto = le16_to_cpu(r->vlan_proto);
 
-    *c = vpf->vfcfg[i];
+    *c = vpf->cfg.vf[i];
     if (fields & ~le64_to_cpu(cap->supported_fields)) {
         return -EINVAL;
     }
@@ -246,7 +248,19 @@ static int member_cfg_set(VsriovAdmin *a, uint16_t i,
         c->qos = r->vlan_qos;
     }
     if (fields & VSRIOV_ADMIN_FIELD_LINK_STATE) {
-        c->link_state = r->link_state;
+        switch (r->link_state) {
+        case VSRIOV_ADMIN_LINK_AUTO:
+            c->link_state = VSRIOV_VF_LINK_AUTO;
+            break;
+        case VSRIOV_ADMIN_LINK_UP:
+            c->link_state = VSRIOV_VF_LINK_ENABLE;
+            break;
+        case VSRIOV_ADMIN_LINK_DOWN:
+            c->link_state = VSRIOV_VF_LINK_DISABLE;
+            break;
+        default:
+            return -EINVAL;
+        }
     }
     if (fields & VSRIOV_ADMIN_FIELD_SPOOF_CHECK) {
         c->spoofchk = !!(r->flags & VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK);
@@ -258,7 +272,7 @@ static int member_cfg_set(VsriovAdmin *a, uint16_t i,
         c->min_tx_rate = le32_to_cpu(r->min_tx_rate);
         c->max_tx_rate = le32_to_cpu(r->max_tx_rate);
     }
-    return vsriov_vfcfg_check(vpf, c);
+    return vsriov_vf_config_check(vpf, c);
 }
 
 /*
@@ -309,13 +323,18 @@ static void admin_set_done(VsriovPF *vpf, uint16_t vf, int ret, void *opaque)
     qemu_bh_schedule(a->bh);
 }
 
-void vsriov_admin_prepare_done(VsriovPF *vpf, int ret)
+/* The backends SRIOV_MEMBERS_PREPARE waited for came, or not. */
+static void admin_prepared(VsriovPF *vpf, int ret, Error *err, void *opaque)
 {
     VsriovAdmin *a = vpf->admin;
 
-    if (!a || !a->cur ||
-        a->cur_opcode != VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE) {
-        return;
+    if (err) {
+        error_prepend(&err, "virtual SR-IOV PF '%s': SRIOV_MEMBERS_PREPARE "
+                      "failed: ", DEVICE(vpf->pf)->id);
+        vsriov_report_guest_err(err);
+    }
+    if (!a || !a->cur || a->gen != (uintptr_t)opaque) {
+        return;     /* the queue was reset meanwhile */
     }
     admin_complete(a, g_steal_pointer(&a->cur), status_of(ret), NULL, 0);
     qemu_bh_schedule(a->bh);
@@ -417,9 +436,10 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         } else if (num_vfs > vpf->num_vfs) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
-            ret = vsriov_pf_stage_vfs(vpf, num_vfs);
+            ret = vsriov_pf_stage_vfs(vpf, num_vfs, admin_prepared,
+                                      (void *)(uintptr_t)a->gen);
             if (ret > 0) {
-                return true;    /* vsriov_admin_prepare_done() */
+                return true;    /* admin_prepared() */
             }
             s = status_of(ret);
         }
@@ -451,8 +471,8 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
             break;
         }
-        ret = vsriov_vfcfg_change(vpf, member - 1, &c, admin_set_done,
-                                  (void *)(uintptr_t)a->gen);
+        ret = vsriov_vf_config_change(vpf, member - 1, &c, admin_set_done,
+                                      (void *)(uintptr_t)a->gen);
         if (ret > 0) {
             return true;    /* admin_set_done() */
         }
@@ -486,16 +506,12 @@ static void admin_bh(void *opaque)
     }
 }
 
-static VsriovAdmin *admin_of(VirtQueue *vq)
-{
-    VsriovPF *vpf;
+/* Each PF's queue state, by its virtio device (the queue's handlers get it). */
+static GHashTable *admins;
 
-    QTAILQ_FOREACH(vpf, vsriov_pf_list(), next) {
-        if (vpf->admin && vpf->admin->vq == vq) {
-            return vpf->admin;
-        }
-    }
-    return NULL;
+static VsriovAdmin *admin_of(VirtIODevice *vdev)
+{
+    return admins ? g_hash_table_lookup(admins, vdev) : NULL;
 }
 
 /*
@@ -528,7 +544,7 @@ static bool admin_quick(VirtQueueElement *elem)
  */
 static void admin_handle(VirtIODevice *vdev, VirtQueue *vq)
 {
-    VsriovAdmin *a = admin_of(vq);
+    VsriovAdmin *a = admin_of(vdev);
 
     if (!a) {
         return;
@@ -552,7 +568,7 @@ static void admin_handle(VirtIODevice *vdev, VirtQueue *vq)
 /* The queue is reset: the driver takes back what it queued. */
 static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
 {
-    VsriovAdmin *a = admin_of(vq);
+    VsriovAdmin *a = admin_of(vdev);
 
     if (!a) {
         return;
@@ -649,6 +665,10 @@ void vsriov_admin_init(VsriovPF *vpf)
     a->vdev = virtio_bus_get_device(&VIRTIO_PCI(vpf->pf)->bus);
     a->bh = aio_bh_new(iohandler_get_aio_context(), admin_bh, a);
     vpf->admin = a;
+    if (!admins) {
+        admins = g_hash_table_new(NULL, NULL);
+    }
+    g_hash_table_insert(admins, a->vdev, a);
     a->vq = virtio_add_admin_queue(a->vdev, AVQ_SIZE, admin_handle,
                                    admin_reset);
     admin_reset(a->vdev, a->vq);
@@ -669,6 +689,7 @@ void vsriov_admin_exit(VsriovPF *vpf)
     virtio_delete_queue(a->vq);
     virtio_clear_feature(&a->vdev->host_features, VIRTIO_F_ADMIN_VQ);
     qemu_bh_delete(a->bh);
+    g_hash_table_remove(admins, a->vdev);
     vpf->admin = NULL;
     g_free(a);
 }

@@ -7,7 +7,7 @@
  * vhost-vdpa file descriptor per VF (in CLAIMs of 16 VFs at most: what
  * QIOChannelSocket takes in one message); the first time a virtual PF asks
  * for backends, each descriptor becomes a vhost-vdpa netdev ("<id>.<n>").  The
- * VF configuration the guest sets through its PF (vfcfg.c) goes to the
+ * VF configuration the guest sets through its PF (vf-config.c) goes to the
  * daemon, which checks it against the pool's policy and applies it to the
  * datapath.  The connection stays open for the life of the object: when
  * QEMU exits or the object goes, the daemon releases the VFs.
@@ -1321,7 +1321,10 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
         vpd_put_u8(m, VPD_A_TRUST, c->trust);
     }
     if (changed & VSRIOV_VF_CFG_LINK_STATE) {
-        vpd_put_u8(m, VPD_A_LINK_STATE, c->link_state);
+        /* (the wire's: 0 auto, 1 enable, 2 disable) */
+        vpd_put_u8(m, VPD_A_LINK_STATE,
+                   c->link_state == VSRIOV_VF_LINK_ENABLE ? 1 :
+                   c->link_state == VSRIOV_VF_LINK_DISABLE ? 2 : 0);
     }
     if (changed & VSRIOV_VF_CFG_RATE) {
         vpd_put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);

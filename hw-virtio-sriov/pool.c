@@ -217,6 +217,17 @@ static void pool_complete(UserCreatable *uc, Error **errp)
     QTAILQ_INSERT_TAIL(&pools, pool, next);
 }
 
+void vsriov_pool_use(VsriovPool *pool)
+{
+    pool->users++;
+}
+
+void vsriov_pool_unuse(VsriovPool *pool)
+{
+    assert(pool->users);
+    pool->users--;
+}
+
 /*
  * A pool whose backends are held by VFs must stay until they are gone, and
  * so must a pool a virtual PF takes backends from at VF Enable.
@@ -224,12 +235,9 @@ static void pool_complete(UserCreatable *uc, Error **errp)
 static bool pool_can_be_deleted(UserCreatable *uc)
 {
     VsriovPool *pool = VSRIOV_POOL(uc);
-    VsriovPF *vpf;
 
-    QTAILQ_FOREACH(vpf, vsriov_pf_list(), next) {
-        if (vpf->pool == pool) {
-            return false;
-        }
+    if (pool->users) {
+        return false;
     }
     for (guint i = 0; i < pool->entries->len; i++) {
         if (pool_entry(pool, i)->owner) {

@@ -28,7 +28,7 @@ static const char *backend_type(NetClientState *nc, bool lazy)
 
 static VsriovVFConfigInfo *vf_config_info(VsriovPF *vpf, uint16_t i)
 {
-    VsriovVFConfig *c = &vpf->vfcfg[i];
+    VsriovVFConfig *c = &vpf->cfg.vf[i];
     VsriovVFConfigInfo *info = g_new0(VsriovVFConfigInfo, 1);
 
     if (c->mac_set) {
@@ -40,7 +40,10 @@ static VsriovVFConfigInfo *vf_config_info(VsriovPF *vpf, uint16_t i)
                                                : VSRIOV_VLAN_PROTO_DOT1Q;
     info->spoof_check = c->spoofchk;
     info->trust = c->trust;
-    info->link_state = c->link_state;
+    info->link_state = c->link_state == VSRIOV_VF_LINK_ENABLE ?
+                       VSRIOV_VF_LINK_STATE_ENABLE :
+                       c->link_state == VSRIOV_VF_LINK_DISABLE ?
+                       VSRIOV_VF_LINK_STATE_DISABLE : VSRIOV_VF_LINK_STATE_AUTO;
     info->min_tx_rate = c->min_tx_rate;
     info->max_tx_rate = c->max_tx_rate;
     info->applied = VSRIOV_POOL_GET_CLASS(vpf->pool)->configure

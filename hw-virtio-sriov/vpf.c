@@ -19,15 +19,20 @@
  * (claim_async) is not waited for in the vCPU: VF Enable reads set and
  * the VFs appear when the backends came (pcie_sriov_pf_vfs_ready()), or
  * VF Enable clears if they did not.  A guest driver that asks first
- * (PREPARE_VFS, vfcfg.c) has them before it sets VF Enable; backends that
- * came and that no VF Enable took go back after 10 s.  When the VFs are
- * disabled again (VF Enable cleared, PF reset) they are replaced by
- * backend-less VFs and their backends go back to the pool.  Both the
- * binding of backends that came and their return run in the main loop, in
- * slices, not in the guest's config write.  Enabling then
- * pays for opening the backends (for vhost-vdpa, mapping guest memory), in
+ * (SRIOV_MEMBERS_PREPARE, admin.c) has them before it sets VF Enable;
+ * backends that came and that no VF Enable took go back after 10 s.  When
+ * the VFs are disabled again (VF Enable cleared, PF reset) they are
+ * replaced by backend-less VFs and their backends go back to the pool.
+ * Both the binding of backends that came and their return run in the main
+ * loop, in slices, not in the guest's config write.  Enabling then pays
+ * for opening the backends (for vhost-vdpa, mapping guest memory), in
  * exchange for pools shared by PFs that hold backends only while they use
- * them.
+ * them.  docs/architecture.md has a VF's states from placeholder to
+ * released.
+ *
+ * This is the PF core: it calls only the VF configuration core
+ * (vf-config.c) and the pools below it; the channels and migration above
+ * it learn of what it finishes through the callbacks they pass.
  *
  * The VFs are QOM children of the PF ("vf[N]"); they and their backends'
  * claims go away with the PF.
@@ -52,12 +57,8 @@
 #include "qemu/main-loop.h"
 #include "block/aio.h"
 #include "system/memory.h"
-#include "migration/vmstate.h"
-#include "migration/register.h"
-#include "migration/savevm.h"
 #include "system/runstate.h"
 #include "vsriov.h"
-#include "vfcfg.h"
 #include "trace.h"
 
 static VsriovPFList vpfs = QTAILQ_HEAD_INITIALIZER(vpfs);
@@ -148,7 +149,7 @@ static void vpf_sync_enabled(VsriovPF *vpf)
     }
     for (uint16_t i = MIN(now, vpf->enabled_vfs);
          i < MAX(now, vpf->enabled_vfs); i++) {
-        vsriov_vfcfg_reset_vf(vpf, i);
+        vsriov_vf_config_reset(vpf, i);
     }
     trace_vsriov_vfs_changed(DEVICE(vpf->pf)->id, vpf->enabled_vfs, now);
     vpf->enabled_vfs = now;
@@ -163,9 +164,6 @@ static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
     vpf->in_config_write = true;
     vpf->parent_config_write(pf, addr, val, len);
     vpf->in_config_write = false;
-    if (vsriov_vfcfg_config_write(vpf, addr, len)) {
-        return;
-    }
     vpf_sync_enabled(vpf);
 }
 
@@ -215,13 +213,6 @@ static bool provider_mac(VsriovPF *vpf, NetClientState *backend,
     return pc->backend_mac && pc->backend_mac(vpf->pool, backend->name, mac);
 }
 
-void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac)
-{
-    if (!vpf->backends[i] || !provider_mac(vpf, vpf->backends[i], mac)) {
-        *mac = vpf->vf_pool_mac[i];
-    }
-}
-
 /*
  * Create and realize VF @index with @backend (NULL: none).  Once the PF's
  * SR-IOV capability exists (a lazy pool's VF made at VF Enable), the VF
@@ -250,7 +241,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
     vf->exp.sriov_vf.pf = pf;
     if (late) {
         vf->exp.sriov_vf.vf_number = index;
-        qdev_prop_set_macaddr(DEVICE(vf), "mac", vpf->vf_pool_mac[index].a);
+        qdev_prop_set_macaddr(DEVICE(vf), "mac", vpf->cfg.pool_mac[index].a);
         /* It appears through VF Enable (which resets it), not hot-plug. */
         DEVICE(vf)->hotplugged = false;
     }
@@ -279,7 +270,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
         pci_config_set_vendor_id(vf->config, 0xffff);
         pci_config_set_device_id(vf->config, 0xffff);
     }
-    vsriov_vfcfg_follow_link(vpf, vsriov_vf_net(vf));
+    vsriov_vf_follow_link(vpf, vsriov_vf_net(vf));
     return vf; /* one reference for us, one for the child property */
 }
 
@@ -295,7 +286,7 @@ static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
     PCIDevice *vf;
 
     /* QEMU's table of default MACs knows the VF by its pool MAC */
-    n->nic_conf.macaddr = vpf->vf_pool_mac[i];
+    n->nic_conf.macaddr = vpf->cfg.pool_mac[i];
     object_unparent(OBJECT(vpf->vfs[i]));
     object_unref(OBJECT(vpf->vfs[i]));
     vf = vpf_create_vf(vpf, i, backend, errp);
@@ -323,15 +314,16 @@ static uint16_t vpf_wanted(VsriovPF *vpf);
 /* Give back the backends of disabled VFs @from.. soon. */
 static void vpf_release_later(VsriovPF *vpf, uint16_t from)
 {
-    vpf->release_from = MIN(vpf->release_from, from);
-    if (vpf->release_from < vpf->num_vfs &&
-        !timer_pending(vpf->release_timer)) {
-        timer_mod(vpf->release_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    vpf->backing.release_from = MIN(vpf->backing.release_from, from);
+    if (vpf->backing.release_from < vpf->num_vfs &&
+        !timer_pending(vpf->backing.release_timer)) {
+        timer_mod(vpf->backing.release_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
     }
 }
 
 /*
- * Give back the backends of disabled VFs from vpf->release_from on until
+ * Give back the backends of disabled VFs from backing.release_from on until
  * @end (QEMU_CLOCK_REALTIME); true if none is left to give back.
  */
 static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
@@ -342,7 +334,7 @@ static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
     uint16_t i;
 
     memory_region_transaction_begin();
-    for (i = vpf->release_from; i < vpf->num_vfs; i++) {
+    for (i = vpf->backing.release_from; i < vpf->num_vfs; i++) {
         NetClientState *nc = vpf->backends[i];
         g_autofree char *id = NULL;
 
@@ -365,14 +357,14 @@ static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
     memory_region_transaction_commit();
     trace_vsriov_release_slice(DEVICE(vpf->pf)->id, i, MIN(kept, i));
     /* what a waiter keeps goes when it is done (vpf_claims_done()) */
-    vpf->release_from = MIN(kept, i);
+    vpf->backing.release_from = MIN(kept, i);
     return i == vpf->num_vfs;
 }
 
 /* Whether @vpf has backends to give back (vpf_release_pass() would). */
 static bool vpf_releasing(VsriovPF *vpf)
 {
-    for (uint16_t i = MAX(vpf->release_from, vpf_wanted(vpf));
+    for (uint16_t i = MAX(vpf->backing.release_from, vpf_wanted(vpf));
          i < vpf->num_vfs; i++) {
         if (vpf->backends[i] && !vpf->vfs[i]->enabled) {
             return true;
@@ -405,8 +397,8 @@ static void pool_start_waiting_claims(VsriovPool *pool)
         return;     /* another PF's timer is the last */
     }
     QTAILQ_FOREACH(vpf, &vpfs, next) {
-        if (vpf->pool == pool && vpf->claim_waits) {
-            vpf->claim_waits = false;
+        if (vpf->pool == pool && vpf->backing.claim_waits) {
+            vpf->backing.claim_waits = false;
             vpf_start_claim(vpf);
         }
     }
@@ -418,7 +410,7 @@ static void vpf_release_timer(void *opaque)
 
     if (!vpf_release_pass(vpf, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
                                RELEASE_SLICE_NS)) {
-        timer_mod(vpf->release_timer,
+        timer_mod(vpf->backing.release_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
         return;
     }
@@ -469,7 +461,7 @@ static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
 /* The most VFs a VF Enable or a PREPARE_VFS waits for. */
 static uint16_t vpf_wanted(VsriovPF *vpf)
 {
-    return MAX(vpf->want_vfs, vpf->prepare_vfs);
+    return MAX(vpf->backing.want_vfs, vpf->backing.prepare_vfs);
 }
 
 /* Claim what the VFs wanted lack, unless a claim is in flight. */
@@ -481,7 +473,7 @@ static void vpf_start_claim(VsriovPF *vpf)
     uint16_t wanted = vpf_wanted(vpf);
     VsriovClaim *c;
 
-    if (vpf->claim) {
+    if (vpf->backing.claim) {
         return;     /* its completion looks again */
     }
     if (pool_releasing(vpf->pool)) {
@@ -489,7 +481,7 @@ static void vpf_start_claim(VsriovPF *vpf)
          * Backends on their way back to the pool come first (as RELEASEs
          * before the CLAIMs): vpf_release_timer() starts this claim.
          */
-        vpf->claim_waits = true;
+        vpf->backing.claim_waits = true;
         return;
     }
     for (uint16_t i = 0; i < wanted; i++) {
@@ -504,72 +496,71 @@ static void vpf_start_claim(VsriovPF *vpf)
     c->vpf = vpf;
     c->pool = vpf->pool;
     object_ref(OBJECT(c->pool));
-    vpf->claim = c;
+    vpf->backing.claim = c;
     trace_vsriov_claim_start(DEVICE(vpf->pf)->id, owners->len);
     pc->claim_async(vpf->pool, (const char *const *)owners->pdata,
                     owners->len, vpf_claimed, c);
 }
 
-static void vpf_incoming_failed(VsriovPF *vpf, Error *err);
-static void vpf_approve_switchover(VsriovPF *vpf);
+/* The staging in progress ended: its caller learns how (@err its). */
+static void vpf_staged(VsriovPF *vpf, int ret, Error *err)
+{
+    VsriovStageDone *done = vpf->backing.stage_done;
 
-/* What a VF Enable and a PREPARE_VFS waiting for backends learn. */
+    vpf->backing.prepare_vfs = 0;
+    vpf->backing.stage_done = NULL;
+    if (done) {
+        done(vpf, ret, err, vpf->backing.stage_opaque);
+    } else {
+        error_free(err);
+    }
+}
+
+/* What a VF Enable and a staging waiting for backends learn. */
 static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
 {
     const char *id = DEVICE(vpf->pf)->id;
 
-    if (vpf->want_vfs && !vpf_vf_enable_set(vpf)) {
-        vpf->want_vfs = 0;      /* cleared meanwhile: they stay staged */
+    if (vpf->backing.want_vfs && !vpf_vf_enable_set(vpf)) {
+        /* cleared meanwhile: they stay staged */
+        vpf->backing.want_vfs = 0;
     }
     if (ret) {
-        if (vpf->want_vfs) {
+        if (vpf->backing.want_vfs) {
             error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u "
-                          "VF(s) refused: ", id, vpf->want_vfs);
-            vpf->want_vfs = 0;
+                          "VF(s) refused: ", id, vpf->backing.want_vfs);
+            vpf->backing.want_vfs = 0;
             pcie_sriov_pf_vfs_ready(vpf->pf, false);
-        } else if (vpf->prepare_vfs && vpf->incoming_staging) {
-            error_prepend(&err, "virtual SR-IOV PF '%s': pool '%s' did not "
-                          "give the %u VF(s) the migration's source has "
-                          "enabled: ", id,
-                          object_get_canonical_path_component(
-                              OBJECT(vpf->pool)), vpf->prepare_vfs);
-            vpf_incoming_failed(vpf, g_steal_pointer(&err));
-        } else if (vpf->prepare_vfs) {
-            error_prepend(&err, "virtual SR-IOV PF '%s': PREPARE_VFS of %u "
-                          "VF(s) failed: ", id, vpf->prepare_vfs);
+            if (vpf->backing.prepare_vfs) {
+                /* (the staging's own caller says it its way) */
+                vpf_staged(vpf, ret, error_copy(err));
+            }
+            vsriov_report_guest_err(err);
+        } else if (vpf->backing.prepare_vfs) {
+            vpf_staged(vpf, ret, err);
         } else {
             error_prepend(&err, "virtual SR-IOV PF '%s': backends for a "
                           "cleared VF Enable: ", id);
-        }
-        if (err) {
             vsriov_report_guest_err(err);
-        }
-        if (vpf->prepare_vfs) {
-            vpf->prepare_vfs = 0;
-            vsriov_vfcfg_prepare_done(vpf, ret);
         }
         /* no VF Enable takes what the disabled VFs kept for it */
         vpf_release_later(vpf, 0);
         return;
     }
-    if (vpf->prepare_vfs && !vpf_missing(vpf, vpf->prepare_vfs)) {
-        vpf->prepare_vfs = 0;
-        vsriov_vfcfg_prepare_done(vpf, 0);
-        if (vpf->incoming_staging) {
-            vpf->incoming_staging = false;
-            vpf_approve_switchover(vpf);
-        }
+    if (vpf->backing.prepare_vfs &&
+        !vpf_missing(vpf, vpf->backing.prepare_vfs)) {
+        vpf_staged(vpf, 0, NULL);
     }
-    if (vpf->want_vfs && !vpf_missing(vpf, vpf->want_vfs)) {
-        trace_vsriov_vfs_backed(id, vpf->want_vfs);
-        vpf->want_vfs = 0;
+    if (vpf->backing.want_vfs && !vpf_missing(vpf, vpf->backing.want_vfs)) {
+        trace_vsriov_vfs_backed(id, vpf->backing.want_vfs);
+        vpf->backing.want_vfs = 0;
         pcie_sriov_pf_vfs_ready(vpf->pf, true);
         vpf_sync_enabled(vpf);
     }
     /* (a claim made for fewer VFs than are wanted now) */
     vpf_start_claim(vpf);
     /* what was kept for the waiters and is not enabled now goes back */
-    vpf_release_later(vpf, vpf->release_from);
+    vpf_release_later(vpf, vpf->backing.release_from);
 }
 
 /* The backends of @c no VF took go back, and @c goes. */
@@ -594,7 +585,7 @@ static void claim_free(VsriovClaim *c)
 static void vpf_bind_timer(void *opaque)
 {
     VsriovPF *vpf = opaque;
-    VsriovClaim *c = vpf->claim;
+    VsriovClaim *c = vpf->backing.claim;
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(c->pool);
     int64_t end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_SLICE_NS;
     Error *err;
@@ -630,17 +621,17 @@ static void vpf_bind_timer(void *opaque)
     }
     memory_region_transaction_commit();
     if (i < vpf->num_vfs && c->k < c->n && !c->ret) {
-        timer_mod(vpf->bind_timer,
+        timer_mod(vpf->backing.bind_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
         return;
     }
     ret = c->ret;
     err = g_steal_pointer(&c->err);
     if (!ret) {
-        timer_mod(vpf->stage_timer,
+        timer_mod(vpf->backing.stage_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
     }
-    vpf->claim = NULL;
+    vpf->backing.claim = NULL;
     claim_free(c);      /* what no VF took goes back, before a next claim */
     vpf_claims_done(vpf, ret, err);
 }
@@ -663,13 +654,13 @@ static void vpf_claimed(void *opaque, NetClientState **ncs, unsigned n,
     }
     trace_vsriov_claim_done(DEVICE(vpf->pf)->id, n, ret);
     if (ret) {
-        vpf->claim = NULL;
+        vpf->backing.claim = NULL;
         claim_free(c);
         vpf_claims_done(vpf, ret, err);
         return;
     }
     /* (in a main-loop iteration of its own, not the provider's last one) */
-    timer_mod(vpf->bind_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    timer_mod(vpf->backing.bind_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
 }
 
 /* Backends claimed ahead that no VF Enable took in time go back. */
@@ -678,15 +669,17 @@ static void vpf_stage_timer(void *opaque)
     VsriovPF *vpf = opaque;
 
     /* (what an incoming migration staged waits for its end) */
-    if (vpf->claim || vpf_wanted(vpf) || runstate_check(RUN_STATE_INMIGRATE)) {
-        timer_mod(vpf->stage_timer,
+    if (vpf->backing.claim || vpf_wanted(vpf) ||
+        runstate_check(RUN_STATE_INMIGRATE)) {
+        timer_mod(vpf->backing.stage_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
         return;
     }
     vpf_release_later(vpf, 0);
 }
 
-int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
+int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs,
+                        VsriovStageDone *done, void *opaque)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
@@ -696,20 +689,25 @@ int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs)
     if (!vpf->pool->lazy || !pc->claim_async) {
         return 0;   /* VF Enable itself has them at once */
     }
+    if (vpf->backing.prepare_vfs) {
+        /* the one in progress is superseded */
+        vpf_staged(vpf, -ECANCELED, NULL);
+    }
     if (!num_vfs) {
         /* none to come: what was prepared goes back */
-        vpf->prepare_vfs = 0;
         vpf_release_later(vpf, 0);
         return 0;
     }
     /* a release pending since a reset spares what is staged now */
-    vpf->release_from = MAX(vpf->release_from, num_vfs);
+    vpf->backing.release_from = MAX(vpf->backing.release_from, num_vfs);
     if (!vpf_missing(vpf, num_vfs)) {
-        timer_mod(vpf->stage_timer,
+        timer_mod(vpf->backing.stage_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + STAGE_HOLD_NS);
         return 0;
     }
-    vpf->prepare_vfs = num_vfs;
+    vpf->backing.prepare_vfs = num_vfs;
+    vpf->backing.stage_done = done;
+    vpf->backing.stage_opaque = opaque;
     vpf_start_claim(vpf);
     return 1;
 }
@@ -777,12 +775,12 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
     /* one memory topology update for all the VFs, not one per VF */
     memory_region_transaction_begin();
     /* VFs past this VF Enable keep nothing (a release may be pending) */
-    vpf->release_from = num_vfs;
+    vpf->backing.release_from = num_vfs;
     vpf_release_later(vpf, num_vfs);
     if (!vpf_missing(vpf, num_vfs)) {
         trace_vsriov_vfs_backed(id, num_vfs);
     } else if (pc->claim_async) {
-        vpf->want_vfs = num_vfs;
+        vpf->backing.want_vfs = num_vfs;
         vpf_start_claim(vpf);
         ret = 1;    /* vpf_claims_done() ends the wait */
     } else {
@@ -795,14 +793,14 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
             vsriov_report_guest_err(error_copy(err));
             error_propagate(errp, err);
             /* what it claimed goes back with it (a cheap, static pool) */
-            vpf->release_from = 0;
+            vpf->backing.release_from = 0;
             vpf_release_pass(vpf, INT64_MAX);
             ret = -1;
         }
     }
     memory_region_transaction_commit();
     if (!ret) {
-        timer_del(vpf->stage_timer);
+        timer_del(vpf->backing.stage_timer);
     }
     return ret;
 }
@@ -828,315 +826,14 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
     }
 }
 
-/*
- * Migration.  The VFs are devices of their own and migrate as such (their
- * PCI config, their virtio-net state); the PF's SR-IOV capability, VF
- * Enable included, with the PF, which is loaded first (it is realized
- * before its VFs): its post_load enables the VFs before they load.  What
- * is the virtual PF's own is the configuration the guest set, which the
- * destination's provider gets again, since its datapath knows nothing of
- * it.  The destination has its own pool of the same shape.  A lazy
- * pool's destination claims backends for as many VFs as the source had
- * enabled when the migration started (vmstate_vsriov_pf_shape), staged as
- * a PREPARE_VFS would, so that the PF's post_load finds them.
- */
-static const VMStateDescription vmstate_vsriov_vf_config = {
-    .name = "vsriov-vf-config",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8_ARRAY(mac, VsriovVFConfig, 6),
-        VMSTATE_BOOL(mac_set, VsriovVFConfig),
-        VMSTATE_UINT16(vlan, VsriovVFConfig),
-        VMSTATE_UINT8(qos, VsriovVFConfig),
-        VMSTATE_UINT16(vlan_proto, VsriovVFConfig),
-        VMSTATE_UINT8(spoofchk, VsriovVFConfig),
-        VMSTATE_UINT8(trust, VsriovVFConfig),
-        VMSTATE_UINT8(link_state, VsriovVFConfig),
-        VMSTATE_UINT32(min_tx_rate, VsriovVFConfig),
-        VMSTATE_UINT32(max_tx_rate, VsriovVFConfig),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-/*
- * The PF's shape, sent when the migration starts: a destination whose
- * pool cannot give as many VFs fails it then, while the source still
- * runs, not after the source stopped.
- */
-static int vpf_pre_save_shape(void *opaque)
+/* Whether a VF Enable or a staging waits for the pool (a claim is out). */
+bool vsriov_pf_waits_for_pool(VsriovPF *vpf)
 {
-    VsriovPF *vpf = opaque;
-
-    vpf->incoming_num_vfs = vpf->num_vfs;
-    vpf->incoming_enabled = vsriov_pf_enabled_vfs(vpf);
-    return 0;
+    return vpf->backing.claim || vpf_wanted(vpf);
 }
 
-static bool vpf_post_load_shape(void *opaque, int version_id, Error **errp)
-{
-    VsriovPF *vpf = opaque;
-
-    if (vpf->incoming_num_vfs != vpf->num_vfs) {
-        error_setg(errp, "virtual SR-IOV PF '%s' has %u VF(s) from pool "
-                   "'%s' where the source's has %u",
-                   DEVICE(vpf->pf)->id, vpf->num_vfs,
-                   object_get_canonical_path_component(OBJECT(vpf->pool)),
-                   vpf->incoming_num_vfs);
-        error_append_hint(errp, "The destination needs a pool of the same "
-                          "shape (as many backends, or sriov-totalvfs).\n");
-        return false;
-    }
-    if (vpf->incoming_enabled > vpf->num_vfs) {
-        error_setg(errp, "virtual SR-IOV PF '%s': %u VFs enabled of %u",
-                   DEVICE(vpf->pf)->id, vpf->incoming_enabled, vpf->num_vfs);
-        return false;
-    }
-    if (vpf->pool->lazy && vpf->incoming_enabled &&
-        vsriov_pf_stage_vfs(vpf, vpf->incoming_enabled) > 0) {
-        /* (a pool that claims in the caller gets them at VF Enable) */
-        vpf->incoming_staging = true;
-        return true;
-    }
-    vpf_approve_switchover(vpf);
-    return true;
-}
-
-static const VMStateDescription vmstate_vsriov_pf_shape = {
-    .name = "vsriov-pf-shape",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .early_setup = true,
-    .pre_save = vpf_pre_save_shape,
-    .post_load_errp = vpf_post_load_shape,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT16(incoming_num_vfs, VsriovPF),
-        VMSTATE_UINT16(incoming_enabled, VsriovPF),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-/*
- * A lazy pool's destination claims its VFs' backends when the source's
- * shape has come, while the source runs on; until they come, the live
- * section vsriov-pf-claims holds the switch-over (with the switchover-ack
- * capability), and should its pool not give them, the section's next part
- * fails the migration, before the source stops.  Its parts carry nothing:
- * they are the destination's chances to fail it, at most one per
- * CLAIMS_PART_NS.
- */
-#define CLAIMS_PART_NS (100 * SCALE_MS)
-
-static void vpf_incoming_failed(VsriovPF *vpf, Error *err)
-{
-    vpf->incoming_staging = false;
-    vpf->incoming_failed = true;
-    error_free(vpf->incoming_err);
-    vpf->incoming_err = err;
-    trace_vsriov_incoming_claims(DEVICE(vpf->pf)->id, false);
-}
-
-static void vpf_approve_switchover(VsriovPF *vpf)
-{
-    int ret;
-
-    trace_vsriov_incoming_claims(DEVICE(vpf->pf)->id, true);
-    if (!vpf->switchover_pending) {
-        return;
-    }
-    vpf->switchover_pending = false;
-    ret = qemu_loadvm_approve_switchover();
-    if (ret) {
-        error_report("virtual SR-IOV PF '%s': switchover ack not sent: %s",
-                     DEVICE(vpf->pf)->id, strerror(-ret));
-    }
-}
-
-static bool vpf_claims_switchover_ack_needed(void *opaque)
-{
-    VsriovPF *vpf = opaque;
-
-    vpf->switchover_pending = true;
-    return true;
-}
-
-static int vpf_claims_save_setup(QEMUFile *f, void *opaque, Error **errp)
-{
-    VsriovPF *vpf = opaque;
-
-    vpf->claims_part_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    return 0;
-}
-
-static bool vpf_claims_is_active_iterate(void *opaque)
-{
-    VsriovPF *vpf = opaque;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-
-    if (now - vpf->claims_part_ns < CLAIMS_PART_NS) {
-        return false;
-    }
-    vpf->claims_part_ns = now;
-    return true;
-}
-
-static int vpf_claims_save_iterate(QEMUFile *f, void *opaque)
-{
-    return 1;   /* (no data: this part is all) */
-}
-
-static int vpf_claims_load_state(QEMUFile *f, void *opaque, int version_id)
-{
-    VsriovPF *vpf = opaque;
-
-    if (vpf->incoming_failed) {
-        if (vpf->incoming_err) {
-            error_report_err(g_steal_pointer(&vpf->incoming_err));
-        }
-        return -EBUSY;
-    }
-    return 0;
-}
-
-static int vpf_claims_load_cleanup(void *opaque)
-{
-    VsriovPF *vpf = opaque;
-
-    vpf->incoming_staging = vpf->incoming_failed = false;
-    vpf->switchover_pending = false;
-    error_free(vpf->incoming_err);
-    vpf->incoming_err = NULL;
-    return 0;
-}
-
-static const SaveVMHandlers vpf_claims_handlers = {
-    .save_setup = vpf_claims_save_setup,
-    .is_active_iterate = vpf_claims_is_active_iterate,
-    .save_live_iterate = vpf_claims_save_iterate,
-    .load_state = vpf_claims_load_state,
-    .load_cleanup = vpf_claims_load_cleanup,
-    .switchover_ack_needed = vpf_claims_switchover_ack_needed,
-};
-
-static bool vpf_pre_save(void *opaque, Error **errp)
-{
-    VsriovPF *vpf = opaque;
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-
-    if (vpf->vfcfg_busy || !QLIST_EMPTY(&vpf->vfcfg_ops) || vpf->claim ||
-        vpf_wanted(vpf)) {
-        error_setg(errp, "virtual SR-IOV PF '%s': a VF configuration or VF "
-                   "Enable waits for its pool's provider",
-                   DEVICE(vpf->pf)->id);
-        error_append_hint(errp, "Migrate again once it has completed.\n");
-        return false;
-    }
-    vpf->has_handover_token = pc->handover_token &&
-                              pc->handover_token(vpf->pool,
-                                                 vpf->handover_token);
-    return true;
-}
-
-/*
- * The source's provider's hand-over token, which the destination's shows
- * when a VF takes the MAC it had on the source (a daemon pool's handover).
- */
-static bool vpf_handover_needed(void *opaque)
-{
-    VsriovPF *vpf = opaque;
-
-    return vpf->has_handover_token;
-}
-
-static bool vpf_handover_post_load(void *opaque, int version_id,
-                                   Error **errp)
-{
-    VsriovPF *vpf = opaque;
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-
-    if (pc->set_incoming_handover) {
-        pc->set_incoming_handover(vpf->pool, vpf->handover_token);
-    }
-    return true;
-}
-
-static const VMStateDescription vmstate_vsriov_pf_handover = {
-    .name = "vsriov-pf/handover",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = vpf_handover_needed,
-    .post_load_errp = vpf_handover_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT8_ARRAY(handover_token, VsriovPF, VSRIOV_HANDOVER_SIZE),
-        VMSTATE_END_OF_LIST()
-    }
-};
-
-static bool vpf_post_load(void *opaque, int version_id, Error **errp)
-{
-    VsriovPF *vpf = opaque;
-
-    if (vpf->want_vfs) {
-        error_setg(errp, "virtual SR-IOV PF '%s': pool '%s' had not given "
-                   "the %u VF(s) the guest enabled when the migration "
-                   "completed", DEVICE(vpf->pf)->id,
-                   object_get_canonical_path_component(OBJECT(vpf->pool)),
-                   vpf->want_vfs);
-        return false;
-    }
-
-    for (uint16_t i = 0; i < vpf->num_vfs; i++) {
-        if (vsriov_vfcfg_check(vpf, &vpf->vfcfg[i])) {
-            error_setg(errp, "virtual SR-IOV PF '%s': the incoming "
-                       "configuration of VF %u is not one it can have here",
-                       DEVICE(vpf->pf)->id, i);
-            return false;
-        }
-    }
-    /* (the PF, loaded before, enabled them: no reset, no event) */
-    vpf->enabled_vfs = vsriov_pf_enabled_vfs(vpf);
-    /*
-     * The VFs' own state may come later in the stream (a lazy pool's VFs,
-     * made at VF Enable, are registered after this section): what needs
-     * it waits until the VM runs (vpf_vm_state()).
-     */
-    vpf->incoming_loaded = true;
-    return true;
-}
-
-static void vpf_vm_state(void *opaque, bool running, RunState state)
-{
-    VsriovPF *vpf = opaque;
-
-    if (running && vpf->incoming_loaded) {
-        vpf->incoming_loaded = false;
-        vsriov_vfcfg_post_load(vpf);
-    }
-}
-
-static const VMStateDescription vmstate_vsriov_pf = {
-    .name = "vsriov-pf",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .pre_save_errp = vpf_pre_save,
-    .post_load_errp = vpf_post_load,
-    .fields = (const VMStateField[]) {
-        VMSTATE_UINT16_EQUAL(num_vfs, VsriovPF,
-                             "the destination's PF must have as many VFs "
-                             "(TotalVFs) as the source's"),
-        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(vfcfg, VsriovPF, num_vfs,
-                                             vmstate_vsriov_vf_config,
-                                             VsriovVFConfig),
-        VMSTATE_END_OF_LIST()
-    },
-    .subsections = (const VMStateDescription * const []) {
-        &vmstate_vsriov_pf_handover,
-        NULL
-    }
-};
-
-bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
-                       Error **errp)
+bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
+                            uint16_t cap_offset, Error **errp)
 {
     ERRP_GUARD();
     const char *id = DEVICE(pf)->id;
@@ -1144,7 +841,6 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
     unsigned free_backends, max_fns, n;
     g_autofree char *path = NULL;
     g_autofree char *unusable = NULL;
-    g_autofree char *se_id = NULL;
     VirtIODevice *vdev;
     int16_t cap_size;
 
@@ -1248,23 +944,10 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
         goto fail;
     }
     vpf->sriov_cap = cap_offset;
-    if (cap_offset + cap_size + VSRIOV_VFCFG_SIZEOF > PCIE_CONFIG_SPACE_SIZE) {
-        error_setg(errp, "no room in PF '%s' config space for the VF "
-                   "configuration capability", id);
-        pcie_sriov_pf_exit(pf);
-        pf->exp.sriov_cap = 0;
-        goto fail;
-    }
-    vsriov_vfcfg_init(vpf, cap_offset + cap_size);
+    vsriov_vf_config_init(vpf);
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
-    vsriov_vfcfg_follow_link(vpf, VIRTIO_NET(vdev));
+    vsriov_vf_follow_link(vpf, VIRTIO_NET(vdev));
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
-
-    vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf_shape, vpf);
-    vmstate_register(VMSTATE_IF(pf), 0, &vmstate_vsriov_pf, vpf);
-    se_id = vmstate_if_get_id(VMSTATE_IF(pf));
-    vpf->claims_id = g_strdup_printf("%s/vsriov-pf-claims", se_id);
-    register_savevm_live(vpf->claims_id, 0, 1, &vpf_claims_handlers, vpf);
 
     vpf->parent_config_write = pf->config_write;
     pf->config_write = vpf_config_write;
@@ -1278,19 +961,20 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
      */
     vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
     vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
-    vpf->incoming_loaded = false;
-    vpf->vm_state = qemu_add_vm_change_state_handler(vpf_vm_state, vpf);
-    vpf->stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_stage_timer, vpf);
-    vpf->release_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_release_timer,
-                                      vpf);
-    vpf->bind_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_bind_timer, vpf);
-    vpf->release_from = n;
-    vpf->claim_waits = false;
-    vpf->claim = NULL;
-    vpf->want_vfs = vpf->prepare_vfs = 0;
+    vpf->backing.stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                            vpf_stage_timer, vpf);
+    vpf->backing.release_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                              vpf_release_timer, vpf);
+    vpf->backing.bind_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
+                                           vpf_bind_timer, vpf);
+    vpf->backing.release_from = n;
+    vpf->backing.claim_waits = false;
+    vpf->backing.claim = NULL;
+    vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
+    vpf->backing.stage_done = NULL;
     vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
-    vsriov_admin_init(vpf);
+    vsriov_pool_use(vpf->pool);
     trace_vsriov_pf_realize(id, n,
         object_get_canonical_path_component(OBJECT(vpf->pool)));
     return true;
@@ -1301,43 +985,35 @@ fail:
     return false;
 }
 
-void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
+void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
 {
-    if (!vpf->pf) {
-        return;
-    }
     trace_vsriov_pf_exit(DEVICE(pf)->id);
-    vsriov_admin_exit(vpf);
     QTAILQ_REMOVE(&vpfs, vpf, next);
-    qemu_del_vm_change_state_handler(vpf->vm_state);
-    vpf->vm_state = NULL;
+    vsriov_pool_unuse(vpf->pool);
     timer_free(vpf->event_timer);
     vpf->event_timer = NULL;
-    timer_free(vpf->stage_timer);
-    vpf->stage_timer = NULL;
-    timer_free(vpf->release_timer);
-    vpf->release_timer = NULL;
-    timer_free(vpf->bind_timer);
-    vpf->bind_timer = NULL;
-    if (vpf->claim && vpf->claim->names) {
-        claim_free(vpf->claim);     /* they came: what no VF took goes back */
-    } else if (vpf->claim) {
-        vpf->claim->vpf = NULL;     /* its backends go back when they come */
+    timer_free(vpf->backing.stage_timer);
+    vpf->backing.stage_timer = NULL;
+    timer_free(vpf->backing.release_timer);
+    vpf->backing.release_timer = NULL;
+    timer_free(vpf->backing.bind_timer);
+    vpf->backing.bind_timer = NULL;
+    if (vpf->backing.claim && vpf->backing.claim->names) {
+        /* they came: what no VF took goes back */
+        claim_free(vpf->backing.claim);
+    } else if (vpf->backing.claim) {
+        /* its backends go back when they come */
+        vpf->backing.claim->vpf = NULL;
     }
-    vpf->claim = NULL;
-    vpf->want_vfs = vpf->prepare_vfs = 0;
-    vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf, vpf);
-    unregister_savevm(NULL, vpf->claims_id, vpf);
-    g_clear_pointer(&vpf->claims_id, g_free);
-    error_free(vpf->incoming_err);
-    vpf->incoming_err = NULL;
-    vmstate_unregister(VMSTATE_IF(pf), &vmstate_vsriov_pf_shape, vpf);
+    vpf->backing.claim = NULL;
+    vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
+    vpf->backing.stage_done = NULL;
     pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {
         qemu_bh_delete(vpf->reset_bh);
         vpf->reset_bh = NULL;
     }
-    vsriov_vfcfg_exit(vpf);
+    vsriov_vf_config_exit(vpf);
     vpf_destroy_vfs(vpf);
     vpf->sriov_cap = 0;
     vpf->pf = NULL;

@@ -40,10 +40,15 @@ typedef struct VsriovVFConfig {
     uint16_t vlan_proto;    /* 0x8100 or 0x88a8 */
     uint8_t spoofchk;
     uint8_t trust;
-    uint8_t link_state;     /* as IFLA_VF_LINK_STATE_*: auto, enable, disable */
+    uint8_t link_state;     /* VSRIOV_VF_LINK_* */
     uint32_t min_tx_rate;   /* Mbit/s, 0: none */
     uint32_t max_tx_rate;
 } VsriovVFConfig;
+
+/* A VF's link state: as its PF's, up, down (Linux's IFLA_VF_LINK_STATE_*) */
+#define VSRIOV_VF_LINK_AUTO         0
+#define VSRIOV_VF_LINK_ENABLE       1
+#define VSRIOV_VF_LINK_DISABLE      2
 
 /* Which parts of a VsriovVFConfig changed (configure's @changed). */
 #define VSRIOV_VF_CFG_MAC           (1u << 0)
@@ -150,6 +155,13 @@ struct VsriovPoolClass {
                                   const uint8_t token[VSRIOV_HANDOVER_SIZE]);
 };
 
+/*
+ * A virtual PF takes backends from @pool from its realize to its exit:
+ * the pool cannot be deleted meanwhile.
+ */
+void vsriov_pool_use(VsriovPool *pool);
+void vsriov_pool_unuse(VsriovPool *pool);
+
 typedef struct VsriovPoolEntry {
     char *netdev;       /* -netdev id */
     char *owner;        /* QOM path of the VF holding it, or NULL */
@@ -160,48 +172,46 @@ struct VsriovPool {
 
     GArray *entries;    /* of VsriovPoolEntry */
     bool lazy;          /* backends claimed at VF Enable, not at PF realize */
+    unsigned users;     /* virtual PFs that take backends from it */
     QTAILQ_ENTRY(VsriovPool) next;
 };
 
-typedef struct VsriovVfcfgOp VsriovVfcfgOp;     /* vfcfg.c */
+typedef struct VsriovVFConfigOp VsriovVFConfigOp; /* vf-config.c */
 typedef struct VsriovClaim VsriovClaim;         /* vpf.c */
 typedef struct VsriovAdmin VsriovAdmin;         /* admin.c */
+typedef struct VsriovPF VsriovPF;
+/* A staging's end (vsriov_pf_stage_vfs()): @err is the callee's. */
+typedef void VsriovStageDone(VsriovPF *vpf, int ret, Error *err,
+                             void *opaque);
 
-/* State of one virtual PF, embedded in VirtIONetPCI. */
-typedef struct VsriovPF {
-    /* properties */
-    VsriovPool *pool;
-    uint16_t total_vfs;     /* 0: as many as the pool has free */
+/* The VFs' configuration as the guest set it (vf-config.c), per VF. */
+typedef struct VsriovPFConfig {
+    VsriovVFConfig *vf;
+    MACAddr *pool_mac;      /* its MAC before the guest set one */
+    bool *unsure;           /* a timed-out provider may have done it */
+    uint32_t *gen;          /* bumped when it starts over */
+    QLIST_HEAD(, VsriovVFConfigOp) ops;     /* provider calls in flight */
+} VsriovPFConfig;
 
-    /* runtime */
-    PCIDevice *pf;
-    PCIDevice **vfs;            /* also the PF's sriov_pf.vf */
-    NetClientState **backends;  /* NULL: none (a lazy pool's disabled VF) */
-    pcibus_t vf_bar_size[PCI_NUM_REGIONS];
-    bool in_config_write;
-    QEMUBH *reset_bh;           /* after a reset: backends, enabled_vfs */
+/*
+ * How a lazy pool's VFs get and give back their backends (vpf.c; the
+ * states are in docs/architecture.md).
+ */
+typedef struct VsriovPFBacking {
     VsriovClaim *claim;         /* backends claimed, or bound (bind_timer) */
     uint16_t want_vfs;          /* VF Enable waiting for its backends */
-    uint16_t prepare_vfs;       /* PREPARE_VFS waiting for its backends */
+    uint16_t prepare_vfs;       /* a staging waiting for its backends */
+    VsriovStageDone *stage_done;    /* ... and whom it tells */
+    void *stage_opaque;
     QEMUTimer *stage_timer;     /* gives back backends no VF Enable took */
     QEMUTimer *release_timer;   /* gives back disabled VFs' backends */
     QEMUTimer *bind_timer;      /* binds the claimed backends to VFs */
     uint16_t release_from;      /* ... from this VF on (num_vfs: none) */
     bool claim_waits;           /* a claim waits for the pool's releases */
-    uint16_t num_vfs;       /* VFs created (TotalVFs) */
-    uint16_t enabled_vfs;   /* VFs enabled, as last reported */
-    QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
-    int64_t event_last_ns;  /* QEMU_CLOCK_REALTIME of the last one sent */
-    uint16_t sriov_cap;
-    uint16_t vfcfg_cap;     /* the VF-configuration VSEC (vfcfg.c) */
-    VsriovVFConfig *vfcfg;  /* per VF */
-    MACAddr *vf_pool_mac;   /* per VF: its MAC before the guest set one */
-    bool *vfcfg_unsure;     /* per VF: a timed-out provider may have done it */
-    uint32_t *vfcfg_gen;    /* per VF: bumped when it starts over */
-    QLIST_HEAD(, VsriovVfcfgOp) vfcfg_ops;  /* provider calls in flight */
-    bool vfcfg_busy;        /* the guest's command waits for its provider */
-    bool vfcfg_prepare;     /* ... and it is PREPARE_VFS */
-    VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
+} VsriovPFBacking;
+
+/* What the PF's migration holds (migration.c). */
+typedef struct VsriovPFMigration {
     uint16_t incoming_num_vfs;  /* the migration source's num_vfs */
     uint16_t incoming_enabled;  /* ... and VFs enabled at its start */
     bool incoming_loaded;       /* its state came; the VM has not run yet */
@@ -214,33 +224,69 @@ typedef struct VsriovPF {
     uint8_t handover_token[VSRIOV_HANDOVER_SIZE];   /* the pool's, migrated */
     bool has_handover_token;
     VMChangeStateEntry *vm_state;
+} VsriovPFMigration;
+
+/* State of one virtual PF, embedded in VirtIONetPCI. */
+struct VsriovPF {
+    /* properties */
+    VsriovPool *pool;
+    uint16_t total_vfs;     /* 0: as many as the pool has free */
+
+    /* runtime */
+    PCIDevice *pf;
+    PCIDevice **vfs;            /* also the PF's sriov_pf.vf */
+    NetClientState **backends;  /* NULL: none (a lazy pool's disabled VF) */
+    pcibus_t vf_bar_size[PCI_NUM_REGIONS];
+    bool in_config_write;
+    QEMUBH *reset_bh;           /* after a reset: backends, enabled_vfs */
+    VsriovPFBacking backing;    /* (vpf.c) */
+    uint16_t num_vfs;       /* VFs created (TotalVFs) */
+    uint16_t enabled_vfs;   /* VFs enabled, as last reported */
+    QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
+    int64_t event_last_ns;  /* QEMU_CLOCK_REALTIME of the last one sent */
+    uint16_t sriov_cap;
+    VsriovPFConfig cfg;         /* (vf-config.c) */
+    VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
+    VsriovPFMigration mig;      /* (migration.c) */
     PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
-} VsriovPF;
+};
 
 /*
  * Hooks called by virtio-net-pci (qemu-patches/0005, and 0011 for
- * hw/pci/pcie_sriov.c's VF Enable and disable, 0008).
+ * hw/pci/pcie_sriov.c's VF Enable and disable, 0008).  Realize and exit
+ * (hooks.c) put the parts below together.
  */
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
+void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
 /* PCIDeviceClass.sriov_prepare_vfs and sriov_vfs_disabled (0008, 0011) */
 int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
 void vsriov_pf_vfs_disabled(VsriovPF *vpf);
 /*
- * The guest's PREPARE_VFS (vfcfg.c, admin.c): get backends for VFs
- * 0..@num_vfs-1 ahead of VF Enable (@num_vfs 0: give back what was
- * prepared).  0 done, 1 in progress (vsriov_vfcfg_prepare_done() says
- * when), or a negative errno.
+ * Backends staged for VFs 0..@num_vfs-1 ahead of VF Enable (a guest's
+ * SRIOV_MEMBERS_PREPARE, an incoming migration), @num_vfs 0: give back
+ * what was staged.  0 done, a negative errno, or 1: in progress, and
+ * @done is called once from the main loop with 0 or a negative errno
+ * (unless the PF goes first).  One staging at a time: -EBUSY meanwhile.
  */
-int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs);
+int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs,
+                        VsriovStageDone *done, void *opaque);
+
 
 /*
- * The MAC VF @i has before its guest sets one: the one its backend's
- * provider gave, else the one QEMU gave the VF.
+ * The PF core (vpf.c): its VFs and their backends.  Its realize leaves
+ * vpf->pf NULL for a virtio-net-pci that is no virtual PF.
  */
-void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac);
-void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
+bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
+                            uint16_t cap_offset, Error **errp);
+void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf);
+/* Whether a VF Enable or a staging waits for the pool (a claim is out). */
+bool vsriov_pf_waits_for_pool(VsriovPF *vpf);
+
+/* The PF's migration (migration.c): its sections, registered and gone. */
+void vsriov_pf_migration_init(VsriovPF *vpf);
+void vsriov_pf_migration_exit(VsriovPF *vpf);
 
 /*
  * Whether a VF's backend can reach guest memory (vdpa-mem.c): for
@@ -257,25 +303,40 @@ static inline bool vsriov_check_backend_memory(NetClientState *nc,
 }
 #endif
 
-/* The VF-configuration channel (vfcfg.c). */
-void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset);
-void vsriov_vfcfg_exit(VsriovPF *vpf);
-bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len);
-void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i);
-void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret);
-void vsriov_vfcfg_post_load(VsriovPF *vpf);
+/*
+ * The VF configuration core (vf-config.c): what a channel's commands and
+ * the PF's life cycle do to a VF's configuration.
+ */
+void vsriov_vf_config_init(VsriovPF *vpf);
+void vsriov_vf_config_exit(VsriovPF *vpf);
+/* Back to the defaults, as when VF @i was first enabled. */
+void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i);
+/* After an incoming migration: the provider gets every VF's again. */
+void vsriov_vf_config_post_load(VsriovPF *vpf);
+/*
+ * The MAC VF @i has before its guest sets one: the one its backend's
+ * provider gave, else the one QEMU gave the VF.
+ */
+void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac);
 /* The PF's or a VF's link follows the VF link policy (set_link). */
-void vsriov_vfcfg_follow_link(VsriovPF *vpf, VirtIONet *n);
+void vsriov_vf_follow_link(VsriovPF *vpf, VirtIONet *n);
 /*
  * A VF configuration change asked by the guest completed: 0, or the
  * provider's negative errno, -EIO (the VF's backend took no MAC) or
  * -ESTALE (the VF started over meanwhile).
  */
-typedef void VsriovVfcfgDone(VsriovPF *vpf, uint16_t vf, int ret,
-                             void *opaque);
-int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c);
-int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
-                        VsriovVfcfgDone *done, void *opaque);
+typedef void VsriovVFConfigDone(VsriovPF *vpf, uint16_t vf, int ret,
+                                void *opaque);
+/* Whether @c is a configuration a VF of @vpf can have: 0 or -EINVAL. */
+int vsriov_vf_config_check(VsriovPF *vpf, const VsriovVFConfig *c);
+/*
+ * Change VF @i's configuration to @c (valid), all or nothing: 0 or a
+ * negative errno when done at once; 1 when the provider answers later,
+ * and @done says how it went.
+ */
+int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i,
+                            const VsriovVFConfig *c,
+                            VsriovVFConfigDone *done, void *opaque);
 /*
  * The counters of VF @i as the VF sees them, where its backend has them
  * (a tap's); false if not.
@@ -290,7 +351,6 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st);
 /* The administration virtqueue (admin.c), on a PF's virtio device. */
 void vsriov_admin_init(VsriovPF *vpf);
 void vsriov_admin_exit(VsriovPF *vpf);
-void vsriov_admin_prepare_done(VsriovPF *vpf, int ret);
 
 /* The virtio-net device of a VF (a virtio-net-pci function). */
 static inline VirtIONet *vsriov_vf_net(PCIDevice *vf)

@@ -1,24 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What `ip link show` of a PF with N VFs costs the guest, before and after
-the VF-configuration channel moved to the administration virtqueue
-(issue 20).
+"""What `ip link show` of a PF with N VFs costs the guest.
 
-Each point: a guest (TCG, 1 vCPU) with one virtual PF on a hubport pool of
-N VFs, all enabled, booted with
-- "before": the first guest series (the PF's VSEC mailbox in config
-  space: each VF's configuration read with config-space accesses, each a
-  vCPU exit, under rtnl), built from guest-kernel-patches/ at
-  BEFORE_COMMIT by scripts/bench-ip-link,
-- "after": this series (one NET_MEMBER_CFG_GET and one
-  NET_MEMBER_STATS_GET per VF on the administration virtqueue).
-Both run on this QEMU, which still implements the mailbox.  Measured: the
-time of RUNS `ip link show dev <pf>` in the guest, one `ip -batch`
-process for all (tracing off), then,
-for one more, the PF's config-space accesses (QEMU's pci_cfg_read and
-pci_cfg_write trace events for the PF's function) and the channel's
-commands (vsriov_vfcfg_cmd, vsriov_admin_cmd), switched on through QMP
-for that one run only.  Per VF: the slope between the smallest and the
+Each point: a guest (TCG, 1 vCPU, the test kernel: guest-kernel-patches/)
+with one virtual PF on a hubport pool of N VFs, all enabled.  The driver
+asks the PF's administration virtqueue for each VF's configuration and
+counters.  Measured: the time of RUNS `ip link show dev <pf>` in the
+guest, one `ip -batch` process for all (tracing off), then, for one more,
+the PF's config-space accesses (QEMU's pci_cfg_read and pci_cfg_write
+trace events for the PF's function, each a vCPU exit) and the
+administration commands (vsriov_admin_cmd), switched on through QMP for
+that one run only.  Per VF: the slope between the smallest and the
 largest N.
 
 Writes $VSRIOV_ARTIFACTS/ip-link.json, .md and .png.
@@ -41,8 +33,8 @@ from system.guest_net import FIND_PF  # noqa: E402
 
 NS = [1, 8, 32]
 RUNS = int(os.environ.get("VSRIOV_BENCH_RUNS", "200"))
-KERNELS = [("before", "vmlinuz-vsec"), ("after", "vmlinuz-test")]
-EVENTS = ["pci_cfg_read", "pci_cfg_write", "vsriov_vfcfg_cmd", "vsriov_admin_cmd"]
+KERNELS = [("test", "vmlinuz-test")]
+EVENTS = ["pci_cfg_read", "pci_cfg_write", "vsriov_admin_cmd"]
 
 
 def trace_lines(path):
@@ -87,7 +79,6 @@ def point(kernel_name, kernel, n, out):
     return {"kernel": kernel_name, "vfs": n, "runs": RUNS, "ms_per_show": round(ms, 2),
             "pf_config_accesses": len(cfg),
             "pf_config_writes": sum("pci_cfg_write" in ln for ln in cfg),
-            "mailbox_commands": sum("vsriov_vfcfg_cmd" in ln for ln in lines),
             "admin_commands": sum("vsriov_admin_cmd" in ln for ln in lines)}
 
 
@@ -102,14 +93,14 @@ def per_vf(results, kernel, key):
 
 def markdown(results):
     md = ["| kernel | VFs | ms per `ip link show` | PF config accesses | of them writes | "
-          "mailbox commands | admin VQ commands |", "|---|---|---|---|---|---|---|"]
+          "admin VQ commands |", "|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            md.append(f"| {r['kernel']} | {r['vfs']} | failed: {r['error']} | | | | |")
+            md.append(f"| {r['kernel']} | {r['vfs']} | failed: {r['error']} | | | |")
             continue
         md.append(f"| {r['kernel']} | {r['vfs']} | {r['ms_per_show']} | "
                   f"{r['pf_config_accesses']} | {r['pf_config_writes']} | "
-                  f"{r['mailbox_commands']} | {r['admin_commands']} |")
+                  f"{r['admin_commands']} |")
     md += ["", "| per VF (slope) | ms | PF config accesses | admin VQ commands |",
            "|---|---|---|---|"]
     for k, _ in KERNELS:
@@ -117,9 +108,6 @@ def markdown(results):
                 ("ms_per_show", "pf_config_accesses", "admin_commands")]
         if None not in vals:
             md.append(f"| {k} | {vals[0]:.2f} | {vals[1]:.1f} | {vals[2]:.1f} |")
-    b, a = per_vf(results, "before", "ms_per_show"), per_vf(results, "after", "ms_per_show")
-    if b and a:
-        md += ["", f"Time per VF, after / before: {a / b:.2f}"]
     return "\n".join(md) + "\n"
 
 
@@ -133,8 +121,7 @@ def plot(out, results):
     two_panels(os.path.join(out, "ip-link.png"),
                ("ms per `ip link show` of the PF",
                 "PF config-space accesses (vCPU exits) per show"), series,
-               "before: VSEC mailbox in config space; after: administration virtqueue "
-               "(TCG guest)")
+               "VF configuration through the administration virtqueue (TCG guest)")
 
 
 def main():
@@ -153,8 +140,8 @@ def main():
                 results.append({"kernel": k, "vfs": n, "error": str(e).splitlines()[0]})
             print(results[-1], f"({time.monotonic() - t:.0f} s)", flush=True)
             with open(os.path.join(out, "ip-link.json"), "w") as f:
-                json.dump({"what": "ip link show of a PF with N VFs in a TCG guest, before "
-                                   "(VSEC mailbox) and after (administration virtqueue)",
+                json.dump({"what": "ip link show of a PF with N VFs in a TCG guest "
+                                   "(administration virtqueue)",
                            "results": results}, f, indent=2)
     md = markdown(results)
     with open(os.path.join(out, "ip-link.md"), "w") as f:

@@ -47,7 +47,7 @@ RUNNER = r"""
 import json, os, socket, subprocess, sys, time
 sys.path.insert(0, "/src/tests")
 from harness.qmp import QMP
-from harness.qtest_pci import QtestPci, VFCFG_SET_VLAN
+from harness.qtest_pci import QtestPci
 from harness import vpd
 
 kind, n, mem = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -121,9 +121,8 @@ try:
         qt = QtestPci("/tmp/src-qt.sock", timeout=600)
         took, ok = qt.set_vfs(n, timeout=600)
         assert ok, "VF Enable did not take"
-        _, _, st = qt.vfcfg_cmd(qt.vfcfg_cap(), 0, VFCFG_SET_VLAN, (100).to_bytes(2, "little") +
-                                b"\0\0" + (0x8100).to_bytes(2, "little"))
-        assert st == 0, f"SET_VLAN status {st}"
+        _, _, st = qt.admin().set_vlan(0, 100)
+        assert st == 0, f"NET_MEMBER_CFG_SET status {st}"
     dst, dq = start("dst")
     sq.execute("migrate-set-parameters", {"max-bandwidth": 64 << 30})
     dq.execute("migrate-incoming", {"uri": "unix:/tmp/migpools.sock"})

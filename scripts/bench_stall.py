@@ -12,10 +12,12 @@ before the asynchronous provider interface, as a path under
 $VSRIOV_CACHE; "after" is $VSRIOV_CACHE/qemu-build):
 
 - premapped pool of 64 VFs: VF Enable of 64, then COMMANDS VF-configuration
-  commands (SET_VLAN, round robin over the VFs, each a new VLAN, as
-  `ip link set <pf> vf N vlan V` sends), each timed from its opcode write
-  to the write's return (the stall) and to its final status (the
-  command's latency); then STUCK commands with the daemon SIGSTOPped;
+  commands (NET_MEMBER_CFG_SET of the VLAN on the administration
+  virtqueue, round robin over the VFs, each a new VLAN, as
+  `ip link set <pf> vf N vlan V` sends), each timed from its kick (the
+  queue notification) to the kick's return (the stall) and to the
+  device's answer (the command's latency); then STUCK commands with the
+  daemon SIGSTOPped;
 - lazy pool of 64 VFs: ROUNDS VF Enables of 64 and their disables (before:
   the claims and releases happen inside these writes), each disable also
   timed until the daemon has all 64 back, with qtest reads meanwhile whose
@@ -44,7 +46,7 @@ NUM_VFS = 64
 RUNNER = r"""
 import json, os, signal, subprocess, sys, time
 sys.path.insert(0, "/src/tests")
-from harness.qtest_pci import QtestPci, VFCFG_SET_VLAN
+from harness.qtest_pci import QtestPci
 from harness import vpd
 
 qemu, mode, n, rounds, commands, stuck = (sys.argv[1], sys.argv[2], int(sys.argv[3]),
@@ -75,20 +77,17 @@ if mode == "premapped":
     took, ok = q.set_vfs(n, cap)
     assert ok, "VF Enable did not take"
     res["enable_ms"], res["enable_ready_ms"] = [ms(q.write_s)], [ms(took)]
-    vcap = q.vfcfg_cap()
+    admin = q.admin()
     wrote, done, statuses = [], [], {}
     for k in range(commands):
-        vlan = 1 + k % 4000
-        w, d, st = q.vfcfg_cmd(vcap, k % n, VFCFG_SET_VLAN,
-                               vlan.to_bytes(2, "little") + b"\0\0" + (0x8100).to_bytes(2, "little"))
+        w, d, st = admin.set_vlan(k % n, 1 + k % 4000)
         wrote.append(ms(w)); done.append(ms(d)); statuses[st] = statuses.get(st, 0) + 1
     res.update(cmd_write_ms=wrote, cmd_done_ms=done, cmd_status=statuses)
     os.kill(daemon_pid, signal.SIGSTOP)
     try:
         sw, sd, ss = [], [], []
         for k in range(stuck):
-            w, d, st = q.vfcfg_cmd(vcap, k, VFCFG_SET_VLAN, (7).to_bytes(2, "little") + b"\0\0" +
-                                   (0x8100).to_bytes(2, "little"))
+            w, d, st = admin.set_vlan(k, 7)
             sw.append(ms(w)); sd.append(ms(d)); ss.append(st)
     finally:
         os.kill(daemon_pid, signal.SIGCONT)
@@ -162,8 +161,8 @@ def markdown(rows):
     for r in rows:
         if r["mode"] == "premapped":
             line(r, f"VF Enable of {r['n']}", r["enable_ms"], r["enable_ready_ms"])
-            line(r, "SET_VLAN", r["cmd_write_ms"], r["cmd_done_ms"])
-            line(r, "SET_VLAN, daemon stopped", r["stuck_write_ms"], r["stuck_done_ms"])
+            line(r, "CFG_SET (VLAN)", r["cmd_write_ms"], r["cmd_done_ms"])
+            line(r, "CFG_SET (VLAN), daemon stopped", r["stuck_write_ms"], r["stuck_done_ms"])
         else:
             line(r, f"VF Enable of {r['n']}", r["enable_ms"], r["enable_ready_ms"])
             if r.get("enable_arrive_held_ms"):
@@ -182,7 +181,7 @@ def markdown(rows):
     by = {(r["qemu"], r["mode"]): r for r in rows}
     if ("before", "premapped") in by and ("after", "premapped") in by:
         b, a = by[("before", "premapped")], by[("after", "premapped")]
-        md += ["", f"Worst vCPU stall of {len(a['cmd_write_ms'])} SET_VLAN commands: "
+        md += ["", f"Worst vCPU stall of {len(a['cmd_write_ms'])} CFG_SET (VLAN) commands: "
                f"before {max(b['cmd_write_ms']):.2f} ms, after {max(a['cmd_write_ms']):.2f} ms "
                f"({max(a['cmd_write_ms']) / max(b['cmd_write_ms']):.3f}x); with the daemon "
                f"stopped: before {max(b['stuck_write_ms']):.0f} ms, after "

@@ -5,10 +5,16 @@ QEMU started with `-accel qtest -qtest unix:SOCK,server=on,wait=off` runs no
 guest code: this client plays the guest's PCI core, the way the C qtests'
 vsriov-pcie.h does (ECAM enabled in the q35 MCH, a root port given bus 1),
 so the host side of VF Enable can be driven and timed in places where
-libqos is not built (Level 1).  Standard library only: it runs in Level 1.
+libqos is not built (Level 1).  It also plays the PF driver's side of the
+administration virtqueue (Admin: a split virtqueue of its own in guest
+memory, as tests/qtest/vsriov-admin-test.c has it), through which the VFs
+are configured.  Standard library only: it runs in Level 1.
 
-    python3 qtest_pci.py SOCK vfs N      set NumVFs = N and VF Enable (0: clear)
+    python3 qtest_pci.py SOCK vfs N          NumVFs = N and VF Enable (0: clear)
+    python3 qtest_pci.py SOCK vlan VF VID    VF's VLAN (NET_MEMBER_CFG_SET)
+    python3 qtest_pci.py SOCK mac VF MAC     VF's MAC (NET_MEMBER_CFG_SET)
 """
+import struct
 import socket
 import sys
 import time
@@ -19,10 +25,21 @@ SRIOV_CAP_ID = 0x10
 SRIOV_CTRL, SRIOV_TOTAL_VF, SRIOV_NUM_VF = 0x08, 0x0E, 0x10
 VFE = 0x1
 CLASS_REVISION = 0x08
-# the VF-configuration mailbox (docs/vf-config-channel.md)
-VNDR_CAP_ID, VFCFG_VSEC_ID = 0x0B, 0x5646
-VFCFG_OPCODE, VFCFG_STATUS, VFCFG_MEMBER, VFCFG_GROUP, VFCFG_DATA = 0x08, 0x0A, 0x0C, 0x10, 0x14
-VFCFG_SET_MAC, VFCFG_SET_VLAN, VFCFG_EINPROGRESS = 0x8001, 0x8002, 115
+# the administration virtqueue (docs/vf-config-channel.md, admin.h)
+PCI_COMMAND, CMD_MEMORY_MASTER = 0x04, 0x6
+PCI_CAP_LIST, CAP_ID_VNDR = 0x34, 0x09
+PREF_BASE, PREF_LIMIT, PREF_BASE_HI, PREF_LIMIT_HI = 0x24, 0x26, 0x28, 0x2C
+BAR_BASE = 0xC0000000
+COMMON_CFG, NOTIFY_CFG = 1, 2
+C_DFSELECT, C_DF, C_GFSELECT, C_GF, C_STATUS = 0, 4, 8, 12, 20
+C_Q_SELECT, C_Q_SIZE, C_Q_ENABLE, C_Q_NOFF = 22, 24, 28, 30
+C_Q_DESC, C_Q_AVAIL, C_Q_USED, C_ADM_Q_IDX = 32, 40, 48, 60
+F_VERSION_1, F_ADMIN_VQ = 32, 41
+S_ACK, S_DRIVER, S_DRIVER_OK, S_FEATURES_OK = 1, 2, 4, 8
+QSIZE, DESC, AVAIL, USED, OUT_BUF, IN_BUF = 16, 0x100000, 0x101000, 0x102000, 0x110000, 0x111000
+GROUP_SRIOV, CMD_LIST_QUERY, CMD_LIST_USE = 1, 0, 1
+CMD_NET_MEMBER_CFG_SET = 0x13
+FIELD_MAC, FIELD_VLAN = 1 << 0, 1 << 1
 
 
 class QtestError(Exception):
@@ -134,39 +151,150 @@ class QtestPci:
         self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
         return time.perf_counter() - t0
 
-    def vfcfg_cap(self):
-        pos, guard = 0x100, 480
-        while pos and guard:
-            hdr = self.read(1, 0, pos, 4)
-            if hdr in (0, 0xFFFFFFFF):
-                break
-            if hdr & 0xFFFF == VNDR_CAP_ID and self.read(1, 0, pos + 4, 2) == VFCFG_VSEC_ID:
-                return pos
-            pos, guard = hdr >> 20, guard - 1
-        raise QtestError("the PF at 01:00.0 has no VF configuration capability")
-
-    def vfcfg_cmd(self, cap, vf, opcode, data=b"", timeout=30):
-        """Run a mailbox command for VF @vf, as Linux's driver does (status
-        polled while it reads EINPROGRESS).  Returns the seconds the
-        opcode write took (what it held the "vCPU"), the seconds until the
-        final status, and that status."""
-        self.write(1, 0, cap + VFCFG_GROUP, 2, 1)
-        self.write(1, 0, cap + VFCFG_MEMBER, 4, vf + 1)
-        data = data + bytes(-len(data) % 4)
-        for i in range(0, len(data), 4):
-            self.write(1, 0, cap + VFCFG_DATA + i, 4, int.from_bytes(data[i:i + 4], "little"))
-        t0 = time.perf_counter()
-        self.write(1, 0, cap + VFCFG_OPCODE, 2, opcode)
-        wrote = time.perf_counter() - t0
-        deadline = t0 + timeout
-        while True:
-            status = self.read(1, 0, cap + VFCFG_STATUS, 2)
-            if status != VFCFG_EINPROGRESS or time.perf_counter() > deadline:
-                return wrote, time.perf_counter() - t0, status
-            time.sleep(0.0005)
+    def admin(self):
+        """The PF's administration virtqueue, set up as a driver would."""
+        return Admin(self)
 
     def vf_present(self, index):
         return self.read(1, index + 1, CLASS_REVISION, 4) != 0xFFFFFFFF
+
+
+class Admin:
+    """The PF driver's side of the administration virtqueue: the virtio PCI
+    structures found, the PF's BARs placed in the root port's window,
+    VIRTIO_F_ADMIN_VQ negotiated, the queue set up, and the SR-IOV group's
+    commands taken into use (LIST_QUERY, LIST_USE)."""
+
+    def __init__(self, q):
+        self.q = q
+        self._map()
+        self._find()
+        self._start()
+        st, res = self.run(CMD_LIST_QUERY, GROUP_SRIOV, 0)
+        if st:
+            raise QtestError(f"LIST_QUERY: status {st}")
+        st, _ = self.run(CMD_LIST_USE, GROUP_SRIOV, 0, res[:8])
+        if st:
+            raise QtestError(f"LIST_USE: status {st}")
+
+    def _map(self):
+        q, port = self.q, self.q.slot << 3
+        q.write(0, port, PREF_BASE, 2, (BAR_BASE >> 16) & 0xFFF0)
+        q.write(0, port, PREF_LIMIT, 2, ((BAR_BASE + 0x7FFFFFF) >> 16) & 0xFFF0)
+        q.write(0, port, PREF_BASE_HI, 4, 0)
+        q.write(0, port, PREF_LIMIT_HI, 4, 0)
+        q.write(0, port, PCI_COMMAND, 2, CMD_MEMORY_MASTER)
+        for bar in range(0, 6, 2):
+            reg = 0x10 + bar * 4
+            v = q.read(1, 0, reg, 4)
+            if v & 0x4 and v & 0x8:     # 64-bit, prefetchable: the modern BAR
+                q.write(1, 0, reg, 4, BAR_BASE + (bar // 2) * 0x1000000)
+                q.write(1, 0, reg + 4, 4, 0)
+        q.write(1, 0, PCI_COMMAND, 2, CMD_MEMORY_MASTER)
+
+    def _cap_addr(self, cap):
+        bar = self.q.read(1, 0, cap + 4, 1)
+        return BAR_BASE + (bar // 2) * 0x1000000 + self.q.read(1, 0, cap + 8, 4)
+
+    def _find(self):
+        q = self.q
+        self.common = self.notify = None
+        cap = q.read(1, 0, PCI_CAP_LIST, 1) & ~3
+        while cap:
+            if q.read(1, 0, cap, 1) == CAP_ID_VNDR:
+                kind = q.read(1, 0, cap + 3, 1)
+                if kind == COMMON_CFG:
+                    self.common = self._cap_addr(cap)
+                elif kind == NOTIFY_CFG:
+                    self.notify = self._cap_addr(cap)
+                    self.notify_mult = q.read(1, 0, cap + 16, 4)
+            cap = q.read(1, 0, cap + 1, 1) & ~3
+        if self.common is None or self.notify is None:
+            raise QtestError("the PF at 01:00.0 has no virtio PCI structures")
+
+    def _w(self, size, addr, val):
+        self.q.cmd(f"write{'bwlq'[size.bit_length() - 1]} {addr:#x} {val:#x}")
+
+    def _r(self, size, addr):
+        return int(self.q.cmd(f"read{'bwlq'[size.bit_length() - 1]} {addr:#x}"), 16)
+
+    def _mem(self, addr, data):
+        self.q.cmd(f"write {addr:#x} {len(data)} 0x{data.hex()}")
+
+    def _start(self):
+        c = self.common
+        self._w(1, c + C_STATUS, 0)
+        self._w(1, c + C_STATUS, S_ACK | S_DRIVER)
+        self._w(4, c + C_DFSELECT, 1)
+        if not self._r(4, c + C_DF) & 1 << (F_ADMIN_VQ - 32):
+            raise QtestError("the PF does not offer VIRTIO_F_ADMIN_VQ")
+        self._w(4, c + C_GFSELECT, 0)
+        self._w(4, c + C_GF, 0)
+        self._w(4, c + C_GFSELECT, 1)
+        self._w(4, c + C_GF, 1 << (F_VERSION_1 - 32) | 1 << (F_ADMIN_VQ - 32))
+        self._w(1, c + C_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK)
+        if not self._r(1, c + C_STATUS) & S_FEATURES_OK:
+            raise QtestError("the PF refused VIRTIO_F_ADMIN_VQ")
+        self.index = self._r(2, c + C_ADM_Q_IDX)
+        self._w(2, c + C_Q_SELECT, self.index)
+        self._w(2, c + C_Q_SIZE, QSIZE)
+        for off, addr in ((C_Q_DESC, DESC), (C_Q_AVAIL, AVAIL), (C_Q_USED, USED)):
+            self._w(4, c + off, addr)
+            self._w(4, c + off + 4, 0)
+        self.notify_off = self._r(2, c + C_Q_NOFF)
+        self._w(2, c + C_Q_ENABLE, 1)
+        self._mem(AVAIL, bytes(0x100))
+        self._mem(USED, bytes(0x100))
+        self.avail_idx = self.used_idx = 0
+        self._w(1, c + C_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK)
+
+    def submit(self, opcode, group, member, data=b""):
+        """Queue a command and kick; returns the seconds the kick took
+        (what the notification held the "vCPU")."""
+        out = struct.pack("<HH12xQ", opcode, group, member) + data
+        self._mem(OUT_BUF, out)
+        self._mem(IN_BUF, bytes(8 + 64))
+        self._mem(DESC, struct.pack("<QIHH", OUT_BUF, len(out), 1, 1) +
+                  struct.pack("<QIHH", IN_BUF, 8 + 64, 2, 0))
+        self._w(2, AVAIL + 4 + (self.avail_idx % QSIZE) * 2, 0)
+        self.avail_idx += 1
+        self._w(2, AVAIL + 2, self.avail_idx & 0xFFFF)
+        t0 = time.perf_counter()
+        self._w(2, self.notify + self.notify_off * self.notify_mult, self.index)
+        return time.perf_counter() - t0
+
+    def wait(self, timeout=30):
+        """Until the device used the command: (status, result bytes)."""
+        deadline = time.monotonic() + timeout
+        while self._r(2, USED + 2) == self.used_idx & 0xFFFF:
+            if time.monotonic() > deadline:
+                raise QtestError(f"the administration command got no answer in {timeout} s")
+            time.sleep(0.0005)
+        length = self._r(4, USED + 8 + (self.used_idx % QSIZE) * 8)
+        self.used_idx += 1
+        res = bytes.fromhex(self.q.cmd(f"read {IN_BUF:#x} {max(length, 8)}")[2:])
+        return struct.unpack_from("<H", res)[0], res[8:length]
+
+    def run(self, opcode, group, member, data=b"", timeout=30):
+        self.submit(opcode, group, member, data)
+        return self.wait(timeout)
+
+    def cfg_set(self, vf, fields, mac=bytes(6), vlan=0, proto=0x8100):
+        """NET_MEMBER_CFG_SET for VF @vf, as Linux's driver sends it.
+        Returns the seconds the kick took, the seconds until the answer,
+        and the status."""
+        cfg = struct.pack("<6sHHBBB3xII8x", mac, vlan, proto, 0, 0, 0, 0, 0)
+        t0 = time.perf_counter()
+        kick = self.submit(CMD_NET_MEMBER_CFG_SET, GROUP_SRIOV, vf + 1,
+                           struct.pack("<Q", fields) + cfg)
+        st, _ = self.wait()
+        return kick, time.perf_counter() - t0, st
+
+    def set_vlan(self, vf, vid):
+        return self.cfg_set(vf, FIELD_VLAN, vlan=vid)
+
+    def set_mac(self, vf, mac):
+        return self.cfg_set(vf, FIELD_MAC, mac=mac)
 
 
 def main(argv):
@@ -178,14 +306,13 @@ def main(argv):
         present = sum(q.vf_present(i) for i in range(max(n, 1)))
         print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f} "
               f"write_ms={q.write_s * 1000:.2f}")
-    elif what == "vlan":   # VF VID: SET_VLAN through the mailbox, prints the status
+    elif what == "vlan":   # VF VID: NET_MEMBER_CFG_SET, prints the status
         vf, vid = int(argv[3]), int(argv[4])
-        _, _, st = q.vfcfg_cmd(q.vfcfg_cap(), vf, VFCFG_SET_VLAN, vid.to_bytes(2, "little") +
-                               b"\0\0" + (0x8100).to_bytes(2, "little"))
+        _, _, st = q.admin().set_vlan(vf, vid)
         print(f"status={st}")
-    elif what == "mac":    # VF MAC: SET_MAC through the mailbox, prints the status
+    elif what == "mac":    # VF MAC: NET_MEMBER_CFG_SET, prints the status
         vf, mac = int(argv[3]), bytes.fromhex(argv[4].replace(":", ""))
-        _, _, st = q.vfcfg_cmd(q.vfcfg_cap(), vf, VFCFG_SET_MAC, mac)
+        _, _, st = q.admin().set_mac(vf, mac)
         print(f"status={st}")
     else:
         raise SystemExit(f"unknown command {what}")

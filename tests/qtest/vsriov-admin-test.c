@@ -9,7 +9,8 @@
  * member command with good and bad arguments, a SET that fails leaving
  * nothing changed, a driver-restricted capability, the VFs' links as
  * the host changes links, buffers shorter and longer than the
- * structures, and random commands.
+ * structures, a PF reset, and random commands mixed with random writes
+ * over the SR-IOV capability.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -357,6 +358,9 @@ static void test_discovery(void)
     Res r;
 
     start(&a, false);
+    /* the administration virtqueue is the only channel: no VSEC mailbox */
+    g_assert_cmpuint(vsriov_find_ext_cap(&a.p, PF_BUS, PF_DEVFN,
+                                         PCI_EXT_CAP_ID_VNDR), ==, 0);
     g_assert_cmpuint(a.index, ==, 1023);
     g_assert_cmphex(use_all(&a, SRIOV), ==,
                     1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
@@ -764,19 +768,54 @@ static void test_buffer_sizes(void)
     qtest_quit(a.qts);
 }
 
-/* Random commands: each is answered, and the device keeps working. */
-static void test_random_commands(void)
+/*
+ * Random commands, with random writes of every size over the SR-IOV
+ * capability (VF Enable and NumVFs among them) and VFs coming and going
+ * in between: each command is answered, the capability's header and
+ * TotalVFs stay, and the device keeps working.  VSRIOV_QTEST_OPS
+ * operations (default 20000; scripts/fuzz-qemu runs many more, under
+ * ASan), for a lazy and a premapped pool.
+ */
+static void random_commands(bool lazy)
 {
+    const char *env = g_getenv("VSRIOV_QTEST_OPS");
+    long ops = env ? atol(env) : 20000;
     GRand *rnd = g_rand_new_with_seed(0x5646);
+    gint64 t0 = g_get_monotonic_time();
+    uint16_t sriov;
+    uint32_t hdr;
+    uint16_t total;
     uint8_t out[64];
     Admin a;
     Res r;
 
-    start(&a, true);
+    start(&a, lazy);
+    sriov = vsriov_find_ext_cap(&a.p, PF_BUS, PF_DEVFN, PCI_EXT_CAP_ID_SRIOV);
+    hdr = vsriov_cfg_readl(&a.p, PF_BUS, PF_DEVFN, sriov);
+    total = vsriov_cfg_readw(&a.p, PF_BUS, PF_DEVFN,
+                             sriov + PCI_SRIOV_TOTAL_VF);
     use_all(&a, SELF);
     use_all(&a, SRIOV);
     set_vfs(&a, 2);
-    for (int i = 0; i < 300; i++) {
+    for (long i = 0; i < ops; i++) {
+        if (i % 4 == 3) {
+            int off = sriov + g_rand_int_range(rnd, -8,
+                                               PCI_EXT_CAP_SRIOV_SIZEOF + 32);
+            uint32_t v = g_rand_int(rnd);
+
+            switch (g_rand_int_range(rnd, 0, 3)) {
+            case 0:
+                vsriov_cfg_writeb(&a.p, PF_BUS, PF_DEVFN, off, v);
+                break;
+            case 1:
+                vsriov_cfg_writew(&a.p, PF_BUS, PF_DEVFN, off, v);
+                break;
+            default:
+                vsriov_cfg_writel(&a.p, PF_BUS, PF_DEVFN, off, v);
+                break;
+            }
+            continue;
+        }
         for (int j = 0; j < sizeof(out); j++) {
             out[j] = g_rand_int(rnd);
         }
@@ -797,13 +836,94 @@ static void test_random_commands(void)
             set_vfs(&a, g_rand_int_range(rnd, 0, 4));
         }
     }
+    g_test_message("%ld operations in %.1f s (%s pool)", ops,
+                   (g_get_monotonic_time() - t0) / 1e6,
+                   lazy ? "lazy" : "premapped");
+    g_assert_cmphex(vsriov_cfg_readl(&a.p, PF_BUS, PF_DEVFN, sriov), ==, hdr);
+    g_assert_cmpuint(vsriov_cfg_readw(&a.p, PF_BUS, PF_DEVFN,
+                                      sriov + PCI_SRIOV_TOTAL_VF), ==, total);
     /* (a random LIST_USE may have left out even LIST_QUERY: reset) */
+    map_pf(&a);
     driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
     use_all(&a, SRIOV);
     set_vfs(&a, 0);
     set_vfs(&a, 2);
-    cfg_get(&a, 2);
+    /* whatever the random commands set is gone after a re-enable */
+    g_assert_cmpuint(le16_to_cpu(cfg_get(&a, 2).vlan_id), ==, 0);
+    g_assert_cmpint(qmp_vlan(a.qts, 1), ==, 0);
     g_rand_free(rnd);
+    qtest_quit(a.qts);
+}
+
+static void test_random_commands(void)
+{
+    random_commands(true);
+}
+
+static void test_random_commands_premapped(void)
+{
+    random_commands(false);
+}
+
+/*
+ * A PF reset disables the VFs; their configuration is back to defaults
+ * and VSRIOV_VFS_CHANGED says so at once, not at the guest's next config
+ * write; the VF's MAC is the one it had before the guest set one.
+ */
+static void test_pf_reset(void)
+{
+    struct vsriov_admin_net_member_cfg c = {
+        .mac = { 0x02, 0, 0, 0, 0, 0x11 },
+        .vlan_id = cpu_to_le16(100),
+        .vlan_proto = cpu_to_le16(0x8100),
+        .vlan_qos = 3,
+        .link_state = VSRIOV_ADMIN_LINK_DOWN,
+    };
+    g_autofree char *before = NULL;
+    g_autofree char *after = NULL;
+    QDict *ev, *vf;
+    Admin a;
+    Res r;
+
+    start(&a, false);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 2);
+    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
+                    ==, 2);
+    qobject_unref(ev);
+    vf = qmp_vf(a.qts, 0);
+    before = g_strdup(qdict_get_str(vf, "mac"));
+    qobject_unref(vf);
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_MAC |
+                             VSRIOV_ADMIN_FIELD_VLAN |
+                             VSRIOV_ADMIN_FIELD_LINK_STATE, &c, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    vf = qmp_vf(a.qts, 0);
+    g_assert_cmpstr(qdict_get_str(vf, "mac"), ==, "02:00:00:00:00:11");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "qos"), ==, 3);
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(vf, "config"),
+                                  "link-state"), ==, "disable");
+    qobject_unref(vf);
+    g_assert_cmpint(qmp_vlan(a.qts, 0), ==, 100);
+
+    qobject_unref(qtest_qmp(a.qts, "{ 'execute': 'system_reset' }"));
+    /* no config access after the reset: the event alone must come */
+    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
+                    ==, 0);
+    qobject_unref(ev);
+    vf = qmp_vf(a.qts, 0);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "vlan"),
+                    ==, 0);
+    g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "qos"),
+                    ==, 0);
+    g_assert_cmpstr(qdict_get_str(qdict_get_qdict(vf, "config"),
+                                  "link-state"), ==, "auto");
+    g_assert_false(qdict_haskey(qdict_get_qdict(vf, "config"), "mac"));
+    after = g_strdup(qdict_get_str(vf, "mac"));
+    qobject_unref(vf);
+    g_assert_cmpstr(after, ==, before);
     qtest_quit(a.qts);
 }
 
@@ -818,6 +938,9 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/admin/stats", test_stats);
     qtest_add_func("/vsriov/admin/prepare", test_prepare);
     qtest_add_func("/vsriov/admin/buffer-sizes", test_buffer_sizes);
+    qtest_add_func("/vsriov/admin/pf-reset", test_pf_reset);
     qtest_add_func("/vsriov/admin/random-commands", test_random_commands);
+    qtest_add_func("/vsriov/admin/random-commands-premapped",
+                   test_random_commands_premapped);
     return g_test_run();
 }

@@ -1,22 +1,20 @@
 /*
- * vsriov VF-configuration channel
+ * vsriov VF configuration core
  *
- * The guest's PF driver configures its VFs (MAC, VLAN, spoof check, trust,
- * link state, tx rates) and reads their configuration and counters through
- * a mailbox in a Vendor-Specific Extended Capability of the PF: it writes
- * the VF number and the arguments, then the opcode, which runs the
- * command.  A command that needs the pool's provider (a host daemon)
- * reads back "in progress" (EINPROGRESS) until the provider answers from
- * the main loop, so no vCPU waits on the outside world; the others
- * complete within the write.  docs/vf-config-channel.md specifies it;
- * vfcfg.h has the layout.
+ * What the guest's PF driver sets for its VFs (MAC, VLAN, spoof check,
+ * trust, link state, tx rates) and reads back, whatever channel it came
+ * through (the administration virtqueue, admin.c): the checks, the change
+ * as one transaction, the defaults a VF starts over with, the link
+ * policy, the counters, and what an incoming migration re-applies.
+ * Results are 0 or a negative errno; the channel maps them to its wire.
  *
  * What belongs to the virtual device is applied here: the VF's MAC (its
  * virtio-net config space, which a bound VF driver is told about with a
  * config interrupt) and its link.  What belongs to the datapath (VLAN,
  * QoS, spoof check, trust, rates) is handed to the pool's provider when it
  * has a configure method, and is otherwise recorded and reported by
- * query-vsriov.
+ * query-vsriov.  A provider's answer comes from the main loop; no vCPU
+ * waits for it.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -28,8 +26,6 @@
 #include "qemu/error-report.h"
 #include "qemu/log.h"
 #include "hw/pci/pci.h"
-#include "hw/pci/pcie.h"
-#include "hw/pci/pcie_sriov.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-pci.h"
 #include "net/net.h"
@@ -37,7 +33,6 @@
 #include "net/vhost_net.h"
 #include "standard-headers/linux/ethtool.h"
 #include "vsriov.h"
-#include "vfcfg.h"
 #include "trace.h"
 
 #include <net/if.h>
@@ -60,9 +55,19 @@ static void config_defaults(VsriovPF *vpf, uint16_t i, VsriovVFConfig *c)
 
     memset(c, 0, sizeof(*c));
     c->vlan_proto = ETH_P_8021Q;
-    c->link_state = VSRIOV_VFCFG_LINK_AUTO;
+    c->link_state = VSRIOV_VF_LINK_AUTO;
     if (pc->backend_config && vpf->backends[i]) {
         pc->backend_config(vpf->pool, vpf->backends[i]->name, c);
+    }
+}
+
+void vsriov_vf_default_mac(VsriovPF *vpf, uint16_t i, MACAddr *mac)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+
+    if (!vpf->backends[i] || !pc->backend_mac ||
+        !pc->backend_mac(vpf->pool, vpf->backends[i]->name, mac)) {
+        *mac = vpf->cfg.pool_mac[i];
     }
 }
 
@@ -101,7 +106,7 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
                                  offsetof(struct virtio_net_config, mac),
                                  ETH_ALEN,
                                  VHOST_SET_CONFIG_TYPE_FRONTEND) < 0) {
-            return VSRIOV_VFCFG_S_EIO;
+            return -EIO;
         }
         shown = vf_vdpa_shows_mac(nc->peer, mac);
     }
@@ -119,7 +124,7 @@ static int vf_apply_mac(VsriovPF *vpf, uint16_t i, const uint8_t *mac)
          */
         virtio_notify_config(VIRTIO_DEVICE(n));
     }
-    return VSRIOV_VFCFG_S_OK;
+    return 0;
 }
 
 static VirtIONet *pf_net(VsriovPF *vpf)
@@ -138,10 +143,10 @@ static bool vf_link_down(VsriovPF *vpf, uint16_t i)
     NetClientState *nc = qemu_get_queue(vf_net(vpf, i)->nic);
     bool backend_down = nc->peer && nc->peer->link_down;
 
-    switch (vpf->vfcfg[i].link_state) {
-    case VSRIOV_VFCFG_LINK_ENABLE:
+    switch (vpf->cfg.vf[i].link_state) {
+    case VSRIOV_VF_LINK_ENABLE:
         return backend_down;
-    case VSRIOV_VFCFG_LINK_DISABLE:
+    case VSRIOV_VF_LINK_DISABLE:
         return true;
     default:
         /* auto: the VF's link follows the PF's */
@@ -172,13 +177,13 @@ static void link_policy(VirtIONet *n, void *opaque)
 {
     VsriovPF *vpf = opaque;
 
-    if (!vpf->vfcfg) {
+    if (!vpf->cfg.vf) {
         return;
     }
     if (n == pf_net(vpf)) {
         for (uint16_t i = 0; i < vpf->num_vfs; i++) {
             if (vpf->vfs[i] &&
-                vpf->vfcfg[i].link_state == VSRIOV_VFCFG_LINK_AUTO) {
+                vpf->cfg.vf[i].link_state == VSRIOV_VF_LINK_AUTO) {
                 vf_apply_link(vpf, i);
             }
         }
@@ -188,14 +193,14 @@ static void link_policy(VirtIONet *n, void *opaque)
         if (vpf->vfs[i] && n == vf_net(vpf, i)) {
             /* (its device reports the link once this returns) */
             qemu_get_queue(n->nic)->link_down = vf_link_down(vpf, i);
-            trace_vsriov_vf_link(i, vpf->vfcfg[i].link_state,
+            trace_vsriov_vf_link(i, vpf->cfg.vf[i].link_state,
                                  qemu_get_queue(n->nic)->link_down);
             return;
         }
     }
 }
 
-void vsriov_vfcfg_follow_link(VsriovPF *vpf, VirtIONet *n)
+void vsriov_vf_follow_link(VsriovPF *vpf, VirtIONet *n)
 {
     n->link_policy = link_policy;
     n->link_policy_opaque = vpf;
@@ -232,48 +237,26 @@ static uint32_t vf_config_diff(const VsriovVFConfig *a, const VsriovVFConfig *b)
 }
 
 /* A configure call to the pool's provider, until it completes. */
-struct VsriovVfcfgOp {
+struct VsriovVFConfigOp {
     VsriovPF *vpf;          /* NULL once the PF went */
     uint16_t vf;
-    uint32_t gen;           /* the VF's vfcfg_gen when it was made */
-    VsriovVfcfgDone *done;  /* the guest's command, which waits; NULL: a */
+    uint32_t gen;           /* the VF's cfg.gen when it was made */
+    VsriovVFConfigDone *done;  /* the guest's command, which waits; NULL: a */
     void *opaque;           /* reset or a rollback, which nobody waits for */
     VsriovVFConfig c;
-    QLIST_ENTRY(VsriovVfcfgOp) next;
+    QLIST_ENTRY(VsriovVFConfigOp) next;
 };
 
 static bool vf_has_ops(VsriovPF *vpf, uint16_t i)
 {
-    VsriovVfcfgOp *op;
+    VsriovVFConfigOp *op;
 
-    QLIST_FOREACH(op, &vpf->vfcfg_ops, next) {
+    QLIST_FOREACH(op, &vpf->cfg.ops, next) {
         if (op->vf == i) {
             return true;
         }
     }
     return false;
-}
-
-/* What a provider's failure tells the guest: refused, invalid, timed out. */
-static uint16_t status_of(int ret)
-{
-    switch (ret) {
-    case 0:
-        return VSRIOV_VFCFG_S_OK;
-    case -EPERM:
-    case -EACCES:
-    case -EADDRINUSE:
-        return VSRIOV_VFCFG_S_EPERM;
-    case -EINVAL:
-        return VSRIOV_VFCFG_S_EINVAL;
-    case -ENOSPC:
-        return VSRIOV_VFCFG_S_ENOSPC;
-    case -ETIMEDOUT:
-    case -EAGAIN:
-        return VSRIOV_VFCFG_S_ETIMEDOUT;
-    default:
-        return VSRIOV_VFCFG_S_EIO;
-    }
 }
 
 /*
@@ -283,7 +266,7 @@ static uint16_t status_of(int ret)
  */
 static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
 {
-    VsriovVFConfig old = vpf->vfcfg[i];
+    VsriovVFConfig old = vpf->cfg.vf[i];
 
     if (old.mac_set != c->mac_set ||
         (c->mac_set && memcmp(old.mac, c->mac, ETH_ALEN))) {
@@ -294,24 +277,24 @@ static int vf_set_done(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c)
         } else {
             vsriov_vf_default_mac(vpf, i, &mac);
         }
-        if (vf_apply_mac(vpf, i, mac.a) != VSRIOV_VFCFG_S_OK) {
+        if (vf_apply_mac(vpf, i, mac.a)) {
             return -EIO;
         }
     }
-    vpf->vfcfg[i] = *c;
+    vpf->cfg.vf[i] = *c;
     /* (also when it is the same: the host may have changed the link) */
     vf_apply_link(vpf, i);
     return 0;
 }
 
 static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
-                         VsriovVfcfgDone *done, void *opaque);
+                         VsriovVFConfigDone *done, void *opaque);
 
 /*
  * A provider's answer that says it changed nothing (VsriovPoolClass's
  * configure); after any other failure it may have done part or all of it.
  */
-static bool vfcfg_refused(int ret)
+static bool provider_refused(int ret)
 {
     return ret == -EPERM || ret == -EACCES || ret == -EADDRINUSE ||
            ret == -EINVAL || ret == -EAGAIN || ret == -ENOSPC;
@@ -319,7 +302,7 @@ static bool vfcfg_refused(int ret)
 
 static void vf_configure_done(void *opaque, int ret, Error *err)
 {
-    VsriovVfcfgOp *op = opaque;
+    VsriovVFConfigOp *op = opaque;
     VsriovPF *vpf = op->vpf;
     uint16_t i = op->vf;
     bool current;
@@ -331,7 +314,7 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
     }
     QLIST_REMOVE(op, next);
     /* a VF that started over meanwhile took its own configuration */
-    current = op->gen == vpf->vfcfg_gen[i];
+    current = op->gen == vpf->cfg.gen[i];
     if (current) {
         /*
          * After a time-out the provider may apply it late; after a failed
@@ -339,9 +322,9 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
          * sends the whole configuration.
          */
         if (!ret) {
-            vpf->vfcfg_unsure[i] = false;
-        } else if (!op->done || !vfcfg_refused(ret)) {
-            vpf->vfcfg_unsure[i] = true;
+            vpf->cfg.unsure[i] = false;
+        } else if (!op->done || !provider_refused(ret)) {
+            vpf->cfg.unsure[i] = true;
         }   /* (refused: it changed nothing, the VF is as sure as it was) */
     }
     if (ret) {
@@ -350,17 +333,17 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
     } else if (current && op->done) {
         ret = vf_set_done(vpf, i, &op->c);
         if (ret) {
-            vpf->vfcfg_unsure[i] = true;
+            vpf->cfg.unsure[i] = true;
         }
     }
-    if (current && op->done && vpf->vfcfg_unsure[i]) {
+    if (current && op->done && vpf->cfg.unsure[i]) {
         /*
          * What the guest asked may be in the datapath (late, in part, or
          * before the device's part failed) while the record says it is
          * not: put the recorded configuration back, so that a failed
          * command leaves nothing behind.
          */
-        vf_configure(vpf, i, &vpf->vfcfg[i], NULL, NULL);
+        vf_configure(vpf, i, &vpf->cfg.vf[i], NULL, NULL);
     }
     if (op->done) {
         op->done(vpf, i, current ? ret : -ESTALE, op->opaque);
@@ -377,30 +360,30 @@ static void vf_configure_done(void *opaque, int ret, Error *err)
  * backend).
  */
 static bool vf_configure(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
-                         VsriovVfcfgDone *done, void *opaque)
+                         VsriovVFConfigDone *done, void *opaque)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
-    VsriovVfcfgOp *op;
+    VsriovVFConfigOp *op;
     uint32_t changed;
 
     if (!pc->configure || !vpf->backends[i]) {
-        vpf->vfcfg_unsure[i] = false;
+        vpf->cfg.unsure[i] = false;
         return false;
     }
     /*
      * After a time-out, the whole configuration: the provider may have
      * applied the command QEMU gave up on.
      */
-    changed = vpf->vfcfg_unsure[i] ? VSRIOV_VF_CFG_ALL
-                                   : vf_config_diff(&vpf->vfcfg[i], c);
-    op = g_new0(VsriovVfcfgOp, 1);
+    changed = vpf->cfg.unsure[i] ? VSRIOV_VF_CFG_ALL
+                                   : vf_config_diff(&vpf->cfg.vf[i], c);
+    op = g_new0(VsriovVFConfigOp, 1);
     op->vpf = vpf;
     op->vf = i;
-    op->gen = vpf->vfcfg_gen[i];
+    op->gen = vpf->cfg.gen[i];
     op->done = done;
     op->opaque = opaque;
     op->c = *c;
-    QLIST_INSERT_HEAD(&vpf->vfcfg_ops, op, next);
+    QLIST_INSERT_HEAD(&vpf->cfg.ops, op, next);
     pc->configure(vpf->pool, vpf->backends[i], c, changed, vf_configure_done,
                   op);
     return true;
@@ -414,13 +397,13 @@ static bool valid_unicast(const uint8_t *mac)
 }
 
 /*
- * Change VF @i's configuration to @c (valid: vsriov_vfcfg_check()): the
+ * Change VF @i's configuration to @c (valid: vsriov_vf_config_check()): the
  * provider's datapath first, then the device's part (MAC, link), all or
  * nothing.  0 or a negative errno when done at once; 1 when the provider
  * answers later, and @done says how it went.
  */
-int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
-                        VsriovVfcfgDone *done, void *opaque)
+int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
+                        VsriovVFConfigDone *done, void *opaque)
 {
     int ret;
 
@@ -432,7 +415,7 @@ int vsriov_vfcfg_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
 }
 
 /* Whether @c is a configuration a VF of @vpf can have: 0 or -EINVAL. */
-int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c)
+int vsriov_vf_config_check(VsriovPF *vpf, const VsriovVFConfig *c)
 {
     int32_t speed = pf_net(vpf)->net_conf.speed;
 
@@ -440,7 +423,7 @@ int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c)
         c->vlan > VLAN_VID_MAX || c->qos > 7 ||
         (c->vlan_proto != ETH_P_8021Q && c->vlan_proto != ETH_P_8021AD) ||
         c->spoofchk > 1 || c->trust > 1 ||
-        c->link_state > VSRIOV_VFCFG_LINK_DISABLE ||
+        c->link_state > VSRIOV_VF_LINK_DISABLE ||
         (c->max_tx_rate && c->min_tx_rate > c->max_tx_rate) ||
         (speed > 0 && (c->max_tx_rate > (uint32_t)speed ||
                        c->min_tx_rate > (uint32_t)speed))) {
@@ -449,38 +432,21 @@ int vsriov_vfcfg_check(VsriovPF *vpf, const VsriovVFConfig *c)
     return 0;
 }
 
-/* The backends PREPARE_VFS waited for came, or not (@ret). */
-void vsriov_vfcfg_prepare_done(VsriovPF *vpf, int ret)
-{
-    uint16_t status = status_of(ret);
-
-    vsriov_admin_prepare_done(vpf, ret);
-    if (!vpf->vfcfg_prepare) {
-        return;     /* (the administration virtqueue's) */
-    }
-    vpf->vfcfg_prepare = false;
-    vpf->vfcfg_busy = false;
-    pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
-                 status);
-    trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id,
-                            VSRIOV_VFCFG_CMD_PREPARE_VFS, 0, status);
-}
-
 /*
  * After an incoming migration: the configuration the guest set goes to
  * this host's provider, whose datapath knows nothing of it, and each
  * enabled VF's link is as it says.
  */
-void vsriov_vfcfg_post_load(VsriovPF *vpf)
+void vsriov_vf_config_post_load(VsriovPF *vpf)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
-        VsriovVFConfig *c = &vpf->vfcfg[i];
+        VsriovVFConfig *c = &vpf->cfg.vf[i];
         MACAddr def;
 
-        vpf->vfcfg_gen[i]++;
-        vpf->vfcfg_unsure[i] = false;
+        vpf->cfg.gen[i]++;
+        vpf->cfg.unsure[i] = false;
         vsriov_vf_default_mac(vpf, i, &def);
         if (pc->backend_mac && i < vpf->enabled_vfs && !c->mac_set &&
             memcmp(vf_net(vpf, i)->mac, def.a, ETH_ALEN)) {
@@ -498,7 +464,7 @@ void vsriov_vfcfg_post_load(VsriovPF *vpf)
             memcpy(vf_net(vpf, i)->nic_conf.macaddr.a, c->mac, ETH_ALEN);
         }
         if (i < vpf->enabled_vfs) {
-            vpf->vfcfg_unsure[i] = true;    /* all of it */
+            vpf->cfg.unsure[i] = true;    /* all of it */
             vf_configure(vpf, i, c, NULL, NULL);
             vf_apply_link(vpf, i);
         }
@@ -506,54 +472,39 @@ void vsriov_vfcfg_post_load(VsriovPF *vpf)
 }
 
 /* Back to the defaults, as when the VF was first enabled. */
-void vsriov_vfcfg_reset_vf(VsriovPF *vpf, uint16_t i)
+void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i)
 {
-    VsriovVFConfig old = vpf->vfcfg[i];
+    VsriovVFConfig old = vpf->cfg.vf[i];
     VsriovVFConfig def;
 
     config_defaults(vpf, i, &def);
     /* what is in flight for the VF's last life no longer applies */
-    vpf->vfcfg_gen[i]++;
+    vpf->cfg.gen[i]++;
     if (vpf->pool->lazy && !vpf->backends[i]) {
         /* it has no backend (the next one comes fresh from the pool) */
-        vpf->vfcfg_unsure[i] = false;
+        vpf->cfg.unsure[i] = false;
     } else {
         /*
          * (a lazy pool's VF that went keeps its backend until the main
          * loop gives it back, and may be enabled again with it)
          */
         /* what is in flight may land after the record says "default" */
-        vpf->vfcfg_unsure[i] |= vf_has_ops(vpf, i);
-        if (vpf->vfcfg_unsure[i] || vf_config_diff(&old, &def)) {
+        vpf->cfg.unsure[i] |= vf_has_ops(vpf, i);
+        if (vpf->cfg.unsure[i] || vf_config_diff(&old, &def)) {
             /* (its own failure makes the VF unsure: it is current) */
             vf_configure(vpf, i, &def, NULL, NULL);
         }
     }
-    vpf->vfcfg[i] = def;
+    vpf->cfg.vf[i] = def;
     if (old.mac_set) {
         MACAddr mac;
 
         vsriov_vf_default_mac(vpf, i, &mac);
         vf_apply_mac(vpf, i, mac.a);
     }
-    if (old.link_state != VSRIOV_VFCFG_LINK_AUTO) {
+    if (old.link_state != VSRIOV_VF_LINK_AUTO) {
         vf_apply_link(vpf, i);
     }
-}
-
-static void vf_get_config(VsriovPF *vpf, uint16_t i, uint8_t *data)
-{
-    VsriovVFConfig *c = &vpf->vfcfg[i];
-
-    memcpy(data + VSRIOV_VFCFG_CFG_MAC, vf_net(vpf, i)->mac, ETH_ALEN);
-    pci_set_word(data + VSRIOV_VFCFG_CFG_VLAN, c->vlan);
-    data[VSRIOV_VFCFG_CFG_QOS] = c->qos;
-    data[VSRIOV_VFCFG_CFG_SPOOFCHK] = c->spoofchk;
-    data[VSRIOV_VFCFG_CFG_TRUST] = c->trust;
-    data[VSRIOV_VFCFG_CFG_LINK_STATE] = c->link_state;
-    pci_set_word(data + VSRIOV_VFCFG_CFG_VLAN_PROTO, c->vlan_proto);
-    pci_set_long(data + VSRIOV_VFCFG_CFG_MIN_RATE, c->min_tx_rate);
-    pci_set_long(data + VSRIOV_VFCFG_CFG_MAX_RATE, c->max_tx_rate);
 }
 
 /*
@@ -602,189 +553,35 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st)
     return false;
 }
 
-static void vf_get_stats(VsriovPF *vpf, uint16_t i, uint8_t *data)
+void vsriov_vf_config_init(VsriovPF *vpf)
 {
-    VsriovVFStats st = {};
-
-    if (!vsriov_vf_stats(vpf, i, &st)) {
-        return;
-    }
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_BYTES, st.tx_bytes);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_PACKETS, st.tx_packets);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_TX_DROPPED, st.tx_dropped);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_MULTICAST, st.multicast);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_BYTES, st.rx_bytes);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_PACKETS, st.rx_packets);
-    pci_set_quad(data + VSRIOV_VFCFG_STATS_RX_DROPPED, st.rx_dropped);
-}
-
-/* The provider answered the mailbox's command. */
-static void mailbox_done(VsriovPF *vpf, uint16_t i, int ret, void *opaque)
-{
-    uint16_t opcode = (uintptr_t)opaque;
-    /* (a VF that started over meanwhile: the command is moot) */
-    uint16_t status = status_of(ret == -ESTALE ? 0 : ret);
-
-    vpf->vfcfg_busy = false;
-    pci_set_word(vpf->pf->config + vpf->vfcfg_cap + VSRIOV_VFCFG_STATUS,
-                 status);
-    trace_vsriov_vfcfg_done(DEVICE(vpf->pf)->id, opcode, i + 1, status);
-}
-
-/* Run one command; the result goes to @data, the status is returned. */
-static int vfcfg_run(VsriovPF *vpf, uint16_t opcode, uint16_t group,
-                     uint32_t member, uint8_t *data)
-{
-    uint16_t enabled = vsriov_pf_enabled_vfs(vpf);
-    VsriovVFConfig c;
-    uint16_t i;
-    int ret;
-
-    if (group != VSRIOV_VFCFG_GROUP_SRIOV) {
-        return VSRIOV_VFCFG_S_EINVAL;
-    }
-    if (opcode == VSRIOV_VFCFG_CMD_PREPARE_VFS) {
-        /* the group's own command: member 0, NumVFs to come */
-        ret = member || !pci_get_word(data) ? -EINVAL
-              : vsriov_pf_stage_vfs(vpf, pci_get_word(data));
-        if (ret > 0) {
-            vpf->vfcfg_busy = true;
-            vpf->vfcfg_prepare = true;
-            return VSRIOV_VFCFG_S_EINPROGRESS;
-        }
-        return status_of(ret);
-    }
-    if (member < 1 || member > enabled) {
-        /* only enabled VFs exist to be configured */
-        return VSRIOV_VFCFG_S_EINVAL;
-    }
-    i = member - 1;
-    c = vpf->vfcfg[i];
-
-    switch (opcode) {
-    case VSRIOV_VFCFG_CMD_GET_CONFIG:
-        memset(data, 0, VSRIOV_VFCFG_DATA_SIZE);
-        vf_get_config(vpf, i, data);
-        return VSRIOV_VFCFG_S_OK;
-    case VSRIOV_VFCFG_CMD_GET_STATS:
-        memset(data, 0, VSRIOV_VFCFG_DATA_SIZE);
-        vf_get_stats(vpf, i, data);
-        return VSRIOV_VFCFG_S_OK;
-    case VSRIOV_VFCFG_CMD_SET_MAC:
-        if (!valid_unicast(data)) {
-            return VSRIOV_VFCFG_S_EINVAL;
-        }
-        memcpy(c.mac, data, ETH_ALEN);
-        c.mac_set = true;
-        break;
-    case VSRIOV_VFCFG_CMD_SET_VLAN:
-        c.vlan = pci_get_word(data);
-        c.qos = data[2];
-        c.vlan_proto = pci_get_word(data + 4);
-        break;
-    case VSRIOV_VFCFG_CMD_SET_SPOOFCHK:
-        c.spoofchk = data[0];
-        break;
-    case VSRIOV_VFCFG_CMD_SET_TRUST:
-        c.trust = data[0];
-        break;
-    case VSRIOV_VFCFG_CMD_SET_LINK_STATE:
-        c.link_state = data[0];
-        break;
-    case VSRIOV_VFCFG_CMD_SET_RATE:
-        c.min_tx_rate = pci_get_long(data);
-        c.max_tx_rate = pci_get_long(data + 4);
-        break;
-    default:
-        return VSRIOV_VFCFG_S_EOPNOTSUPP;
-    }
-    if (vsriov_vfcfg_check(vpf, &c)) {
-        return VSRIOV_VFCFG_S_EINVAL;
-    }
-    ret = vsriov_vfcfg_change(vpf, i, &c, mailbox_done,
-                              (void *)(uintptr_t)opcode);
-    if (ret > 0) {
-        vpf->vfcfg_busy = true;
-        return VSRIOV_VFCFG_S_EINPROGRESS;
-    }
-    return status_of(ret);
-}
-
-bool vsriov_vfcfg_config_write(VsriovPF *vpf, uint32_t addr, int len)
-{
-    uint8_t *cap = vpf->pf->config + vpf->vfcfg_cap;
-    uint32_t op = vpf->vfcfg_cap + VSRIOV_VFCFG_OPCODE;
-    uint16_t opcode, status;
-
-    if (!vpf->vfcfg_cap || addr >= op + 2 || addr + len <= op) {
-        return false;
-    }
-    if (vpf->vfcfg_busy) {
-        /* one command at a time: the one in progress keeps its status */
-        qemu_log_mask(LOG_GUEST_ERROR, "vsriov: PF '%s': VF configuration "
-                      "command written while one is in progress: ignored\n",
-                      DEVICE(vpf->pf)->id);
-        return true;
-    }
-    opcode = pci_get_word(cap + VSRIOV_VFCFG_OPCODE);
-    status = vfcfg_run(vpf, opcode, pci_get_word(cap + VSRIOV_VFCFG_GROUP),
-                       pci_get_long(cap + VSRIOV_VFCFG_MEMBER),
-                       cap + VSRIOV_VFCFG_DATA);
-    pci_set_word(cap + VSRIOV_VFCFG_STATUS, status);
-    trace_vsriov_vfcfg_cmd(DEVICE(vpf->pf)->id, opcode,
-                           pci_get_long(cap + VSRIOV_VFCFG_MEMBER), status);
-    return true;
-}
-
-void vsriov_vfcfg_init(VsriovPF *vpf, uint16_t offset)
-{
-    PCIDevice *pf = vpf->pf;
-    uint8_t *cap;
-
-    pcie_add_capability(pf, PCI_EXT_CAP_ID_VNDR, 1, offset,
-                        VSRIOV_VFCFG_SIZEOF);
-    cap = pf->config + offset;
-    pci_set_long(cap + PCI_VNDR_HEADER,
-                 VSRIOV_VFCFG_VSEC_ID | VSRIOV_VFCFG_VSEC_REV << 16 |
-                 (uint32_t)VSRIOV_VFCFG_SIZEOF << 20);
-    pci_set_word(pf->wmask + offset + VSRIOV_VFCFG_OPCODE, 0xffff);
-    pci_set_long(pf->wmask + offset + VSRIOV_VFCFG_MEMBER, 0xffffffff);
-    pci_set_word(pf->wmask + offset + VSRIOV_VFCFG_GROUP, 0xffff);
-    memset(pf->wmask + offset + VSRIOV_VFCFG_DATA, 0xff,
-           VSRIOV_VFCFG_DATA_SIZE);
-    vpf->vfcfg_cap = offset;
-    vpf->vfcfg = g_new0(VsriovVFConfig, vpf->num_vfs);
-    vpf->vf_pool_mac = g_new0(MACAddr, vpf->num_vfs);
-    vpf->vfcfg_unsure = g_new0(bool, vpf->num_vfs);
-    vpf->vfcfg_gen = g_new0(uint32_t, vpf->num_vfs);
-    QLIST_INIT(&vpf->vfcfg_ops);
-    vpf->vfcfg_busy = false;
-    vpf->vfcfg_prepare = false;
+    vpf->cfg.vf = g_new0(VsriovVFConfig, vpf->num_vfs);
+    vpf->cfg.pool_mac = g_new0(MACAddr, vpf->num_vfs);
+    vpf->cfg.unsure = g_new0(bool, vpf->num_vfs);
+    vpf->cfg.gen = g_new0(uint32_t, vpf->num_vfs);
+    QLIST_INIT(&vpf->cfg.ops);
     for (uint16_t i = 0; i < vpf->num_vfs; i++) {
-        config_defaults(vpf, i, &vpf->vfcfg[i]);
-        vpf->vf_pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
+        config_defaults(vpf, i, &vpf->cfg.vf[i]);
+        vpf->cfg.pool_mac[i] = vf_net(vpf, i)->nic_conf.macaddr;
     }
 }
 
-void vsriov_vfcfg_exit(VsriovPF *vpf)
+void vsriov_vf_config_exit(VsriovPF *vpf)
 {
-    VsriovVfcfgOp *op;
+    VsriovVFConfigOp *op;
 
     /* what the provider still has to answer is answered to nobody */
-    while ((op = QLIST_FIRST(&vpf->vfcfg_ops))) {
+    while ((op = QLIST_FIRST(&vpf->cfg.ops))) {
         QLIST_REMOVE(op, next);
         op->vpf = NULL;
         op->done = NULL;
     }
-    vpf->vfcfg_busy = false;
-    vpf->vfcfg_prepare = false;
-    g_free(vpf->vfcfg_gen);
-    vpf->vfcfg_gen = NULL;
-    g_free(vpf->vfcfg);
-    g_free(vpf->vf_pool_mac);
-    g_free(vpf->vfcfg_unsure);
-    vpf->vfcfg_unsure = NULL;
-    vpf->vfcfg = NULL;
-    vpf->vf_pool_mac = NULL;
-    vpf->vfcfg_cap = 0;
+    g_free(vpf->cfg.gen);
+    vpf->cfg.gen = NULL;
+    g_free(vpf->cfg.vf);
+    g_free(vpf->cfg.pool_mac);
+    g_free(vpf->cfg.unsure);
+    vpf->cfg.unsure = NULL;
+    vpf->cfg.vf = NULL;
+    vpf->cfg.pool_mac = NULL;
 }
