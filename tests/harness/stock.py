@@ -11,17 +11,13 @@ from . import paths
 
 STOCK_DIR = os.path.join(paths.CACHE, "stock-kernels")
 FETCH = "scripts/guest/fetch-stock-kernels"
+FILES = ("vmlinuz", "initramfs.gz", "kver", "suite")
 # What each name is (the script's suites for it).
 NAMES = {
     "debian12": "Debian 12's kernel (bookworm, bookworm-security)",
     "debian13": "Debian 13's kernel (trixie, trixie-security)",
     "newest": "the newest kernel Debian ships (trixie-backports, unstable, experimental)",
 }
-
-
-class StockKernelMissing(Exception):
-    """A stock kernel the build did not fetch; its message is the sentence
-    the test fails with."""
 
 
 @dataclasses.dataclass
@@ -48,19 +44,22 @@ def _read(path):
         return f.read().strip()
 
 
-def kernel(name):
-    """The stock kernel @name (a key of NAMES), or StockKernelMissing with
-    the build's reason."""
-    what = NAMES[name]
+def why_missing(name):
+    """Why the stock kernel @name (a key of NAMES) is not there, in a
+    sentence, or None when it is."""
     err = os.path.join(STOCK_DIR, f"{name}.error")
     if os.path.exists(err):
-        raise StockKernelMissing(f"{what[0].upper()}{what[1:]} was not fetched by the "
-                                 f"build: {_read(err)}")
+        return f"{_read(err)} (so said {FETCH}, run by the build)"
     d = os.path.join(STOCK_DIR, name)
-    files = ("vmlinuz", "initramfs.gz", "kver", "suite")
-    if not all(os.path.exists(os.path.join(d, f)) for f in files):
-        raise StockKernelMissing(f"{what[0].upper()}{what[1:]} is not in {d}: the build "
-                                 f"did not run {FETCH} (scripts/build-guest runs it).")
+    if not all(os.path.exists(os.path.join(d, f)) for f in FILES):
+        return (f"{NAMES[name][0].upper()}{NAMES[name][1:]} is not in {d}: the build did "
+                f"not run {FETCH} (scripts/build-guest runs it).")
+    return None
+
+
+def kernel(name):
+    """The stock kernel @name, which must be there (why_missing())."""
+    d = os.path.join(STOCK_DIR, name)
     return StockKernel(name, os.path.basename(os.path.realpath(d)),
                        _read(os.path.join(d, "kver")), _read(os.path.join(d, "suite")),
                        os.path.join(d, "vmlinuz"), os.path.join(d, "initramfs.gz"))

@@ -97,6 +97,27 @@ def describe(cmds):
                      for op, st, q in cmds) or "none"
 
 
+def bound_drivers(g, dev):
+    """[PCI driver, virtio driver] of PCI function @dev (a sysfs folder),
+    "none" for each not bound."""
+    return g.check(f"for d in {dev}/driver {dev}/virtio*/driver; do "
+                   f"if [ -e $d ]; then basename $(readlink $d); else echo none; fi; "
+                   f"done").split()
+
+
+def wait_bound(g, pf, i, k, timeout=30):
+    """Wait until VF @i of @pf is bound to virtio-pci and virtio_net."""
+    vf = f"/sys/bus/pci/devices/{pf}/virtfn{i}"
+    try:
+        g.wait_until(f"test -e {vf}/driver && test -e {vf}/virtio*/driver", timeout=timeout)
+    except AssertionError:
+        pass
+    drivers = bound_drivers(g, vf) if g.run(f"test -e {vf}").ok else ["no VF"] * 2
+    assert drivers == ["virtio-pci", "virtio_net"], \
+        (f"{k}: VF {i} is not bound to virtio-pci and virtio_net {timeout} s after VF "
+         f"Enable: PCI driver {drivers[0]}, virtio driver {drivers[1]}.")
+
+
 def lazy_pool_args(n):
     """test_l0_vpf's PF and tap pool, the pool lazy."""
     return [a.replace("vsriov-pool,id=p0,", "vsriov-pool,id=p0,lazy=on,")
@@ -124,10 +145,10 @@ def tap_counters(host, taps):
                                                    reason=MAINLINE_SELF_GROUP)),
 ])
 def test_stock_kernel_on_the_virtual_pf(name, netns, guest_factory, artifacts):
-    try:
-        k = stock.kernel(name)
-    except stock.StockKernelMissing as e:
-        pytest.fail(str(e), pytrace=False)
+    missing = stock.why_missing(name)
+    if missing:
+        pytest.fail(missing, pytrace=False)
+    k = stock.kernel(name)
     has_admin_vq = k.release >= ADMIN_VQ_SINCE
     trace = f"{artifacts}/{name}-trace.log"
 
@@ -143,8 +164,7 @@ def test_stock_kernel_on_the_virtual_pf(name, netns, guest_factory, artifacts):
     # The PF, under virtio-pci and virtio_net.
     pf = g.check(FIND_PF).strip()
     assert pf, f"{k}: no PCI function with SR-IOV in the guest"
-    drivers = g.check(f"basename $(readlink /sys/bus/pci/devices/{pf}/driver); "
-                      f"basename $(readlink /sys/bus/pci/devices/{pf}/virtio*/driver)").split()
+    drivers = bound_drivers(g, f"/sys/bus/pci/devices/{pf}")
     assert drivers == ["virtio-pci", "virtio_net"], f"{k}: the PF's drivers are {drivers}"
 
     # Its administration virtqueue: negotiated, and what virtio_pci sent at
@@ -170,26 +190,26 @@ def test_stock_kernel_on_the_virtual_pf(name, netns, guest_factory, artifacts):
 
     # Two VFs, bound to virtio_net, passing traffic through the host bridge.
     t1 = time.monotonic()
-    enable_vfs(g, pf, NUM_VFS)
+    g.check(f"echo {NUM_VFS} > /sys/bus/pci/devices/{pf}/sriov_numvfs")
+    for i in range(NUM_VFS):
+        wait_bound(g, pf, i, k)
+    g.wait_until(" && ".join(f"ls /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/net/ | grep -q ."
+                             for i in range(NUM_VFS)), timeout=30)
     enable = time.monotonic() - t1
     ev = g.qmp.wait_event("VSRIOV_VFS_CHANGED", timeout=30)
     assert ev["data"]["num-vfs"] == NUM_VFS
     (pf_info,) = g.qmp.execute("query-vsriov")
     assert [vf["state"] for vf in pf_info["vfs"]] == ["enabled"] * NUM_VFS
     assert pool_holders(g) == (0, [f"/machine/peripheral/pf0/vf[{i}]" for i in range(NUM_VFS)])
-    for i in range(NUM_VFS):
-        drivers = g.check(f"basename $(readlink /sys/bus/pci/devices/{pf}/virtfn{i}/driver); "
-                          f"basename $(readlink /sys/bus/pci/devices/{pf}/virtfn{i}/virtio*/"
-                          f"driver)").split()
-        assert drivers == ["virtio-pci", "virtio_net"], f"{k}: VF {i}'s drivers are {drivers}"
     vf_into_netns(g, pf, 0, "a", "10.33.0.1/24")
     vf_into_netns(g, pf, 1, "b", "10.33.0.2/24")
     g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
                  "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
     taps = [f"tvf{i}" for i in range(NUM_VFS)]
     before = tap_counters(host, taps)
-    out = g.check("ip netns exec a ping -c 3 -W 5 10.33.0.2", timeout=60)
-    assert " 0% packet loss" in out, f"{k}: VF 0 did not reach VF 1:\n{out}"
+    res = g.run("ip netns exec a ping -c 3 -W 5 10.33.0.2", timeout=60)
+    assert res.ok and " 0% packet loss" in res.stdout, \
+        f"{k}: VF 0 did not reach VF 1 through the host bridge:\n{res}"
     after = tap_counters(host, taps)
     # Each request left through VF 0's tap and reached VF 1 through VF 1's,
     # each reply the other way: the bridge carried them both ways.
