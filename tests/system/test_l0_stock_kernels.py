@@ -14,12 +14,12 @@ set-up), and QEMU tracing every administration command.  On each:
 - `echo 2 > sriov_numvfs` gives two VFs bound to virtio_net, which ping
   each other from two network namespaces through the host bridge (the
   taps' counters move);
-- the kernel log has no warning, oops, BUG, call trace, nor a refused
-  or failed command (checked last, so that a kernel failing only this
-  has had everything else checked);
 - `echo 0 > sriov_numvfs` gives the VFs back: QMP shows them disabled
   and their backends free in the pool (a lazy pool, whose VFs hold
-  backends only while enabled, so that giving them back shows).
+  backends only while enabled, so that giving them back shows);
+- the kernel log has no warning, oops, BUG, call trace, nor a refused
+  or failed command (checked last, so that a kernel failing only this
+  has had everything else checked).
 
 The kernels are fetched by the build, not here: one that could not be
 fetched fails its test with the build's reason.
@@ -66,6 +66,7 @@ MAINLINE_SELF_GROUP = (
 
 class AdminCommandFailed(AssertionError):
     """The guest's virtio_pci logged an administration command as failed."""
+
 
 TRACE_CMD = re.compile(r"vsriov_admin_cmd PF (\S+): opcode 0x([0-9a-f]+) member (\d+)")
 TRACE_DONE = re.compile(r"vsriov_admin_done PF (\S+): opcode 0x([0-9a-f]+) done: "
