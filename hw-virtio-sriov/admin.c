@@ -32,6 +32,7 @@
 #include "qemu/iov.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
 #include "hw/pci/pci.h"
@@ -55,6 +56,19 @@
 /* The group types taken: the PF itself (0), its SR-IOV group (1). */
 #define GROUPS              2
 
+/* What a command leaves in the status part of its buffer. */
+typedef struct AdminStatus {
+    uint16_t status;
+    uint16_t qualifier;
+} AdminStatus;
+
+/* An answer held back by x-sriov-admin-delay. */
+typedef struct AdminStatusHeld {
+    AdminStatus s;
+    uint8_t result[AVQ_RESULT_MAX];
+    size_t len;
+} AdminStatusHeld;
+
 struct VsriovAdmin {
     VsriovPF *vpf;
     VirtIODevice *vdev;
@@ -67,30 +81,37 @@ struct VsriovAdmin {
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
     VMChangeStateEntry *vm_state;
+    /* testing (x-sriov-admin-delay): each answer held back, in cur */
+    QEMUTimer *delay_timer;
+    bool delayed;               /* cur is answered, its answer held */
+    AdminStatusHeld held;
 };
 
-/* Per group type, the commands it takes (all below opcode 64). */
+/* The device capability commands: about the PF itself. */
+#define CAP_CMDS    (1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY | \
+                     1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET | \
+                     1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET)
+/* Taken whatever LIST_USE enabled. */
+#define LIST_CMDS   (1ull << VIRTIO_ADMIN_CMD_LIST_QUERY | \
+                     1ull << VIRTIO_ADMIN_CMD_LIST_USE)
+
+/*
+ * Per group type, the commands it takes (all below opcode 64).  The SR-IOV
+ * group lists the capability commands too: Linux's virtio_pci (since it
+ * has virtio_pci_admin_cmd_cap_init()) keeps one list, the SR-IOV group's,
+ * and sends the self group's capability commands only if that list has
+ * them (admin_enabled()).
+ */
 static const uint64_t supported[GROUPS] = {
-    [VIRTIO_ADMIN_GROUP_TYPE_SELF] =
-        1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
-        1ull << VIRTIO_ADMIN_CMD_LIST_USE |
-        1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
-        1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
-        1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET,
+    [VIRTIO_ADMIN_GROUP_TYPE_SELF] = LIST_CMDS | CAP_CMDS,
     [VIRTIO_ADMIN_GROUP_TYPE_SRIOV] =
-        1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
-        1ull << VIRTIO_ADMIN_CMD_LIST_USE |
+        LIST_CMDS | CAP_CMDS |
         1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
         1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
         1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
         1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
 };
 
-/* What a command leaves in the status part of its buffer. */
-typedef struct AdminStatus {
-    uint16_t status;
-    uint16_t qualifier;
-} AdminStatus;
 
 static const AdminStatus st_ok;
 
@@ -132,7 +153,11 @@ static AdminStatus status_of(int ret)
     }
 }
 
-/* Write status and result into the element's device-writable part. */
+/*
+ * Write status and result into the element's device-writable part.  With
+ * x-sriov-admin-delay (testing: a device that answers late, or never),
+ * the element stays the queue's current one until the delay is over.
+ */
 static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
                            AdminStatus s, const void *result, size_t len)
 {
@@ -143,6 +168,19 @@ static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
     size_t in = iov_size(elem->in_sg, elem->in_num);
     size_t done;
 
+    if (a->vpf->admin_delay_ms && !a->delayed) {
+        a->held.s = s;
+        a->held.len = MIN(len, sizeof(a->held.result));
+        memcpy(a->held.result, result, a->held.len);
+        a->cur = elem;
+        a->delayed = true;
+        if (a->vpf->admin_delay_ms != UINT32_MAX) {
+            timer_mod(a->delay_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+                      a->vpf->admin_delay_ms);
+        }
+        return;
+    }
+    a->delayed = false;
     if (s.status != VIRTIO_ADMIN_STATUS_OK) {
         len = 0;
     }
@@ -341,6 +379,29 @@ static void admin_prepared(VsriovPF *vpf, int ret, Error *err, void *opaque)
 }
 
 /*
+ * Whether the driver may send @opcode for @group now: LIST_QUERY and
+ * LIST_USE always; the others once LIST_USE enabled them for the group.
+ * A driver that sends the self group's capability commands having
+ * enabled them through the SR-IOV group's LIST_USE only (Linux's
+ * virtio_pci, which keeps one list) has them too: the specification
+ * leaves it to the device, and refusing would cost that driver nothing
+ * but a line in its log, this device nothing to allow.
+ */
+static bool admin_enabled(VsriovAdmin *a, uint16_t group, uint16_t opcode)
+{
+    uint64_t bit = opcode < 64 ? 1ull << opcode : 0;
+
+    if (!(supported[group] & bit)) {
+        return false;
+    }
+    if ((LIST_CMDS & bit) || (a->used[group] & bit)) {
+        return true;
+    }
+    return group == VIRTIO_ADMIN_GROUP_TYPE_SELF && (CAP_CMDS & bit) &&
+           (a->used[VIRTIO_ADMIN_GROUP_TYPE_SRIOV] & bit);
+}
+
+/*
  * Run the command in @elem: true if it waits for the provider (a->cur),
  * false if it completed.
  */
@@ -373,7 +434,7 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_GROUP);
         goto out;
     }
-    if (opcode >= 64 || !(supported[group] & a->used[group] & 1ull << opcode)) {
+    if (!admin_enabled(a, group, opcode)) {
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_OPCODE);
         goto out;
     }
@@ -485,6 +546,17 @@ out:
 }
 
 /* Run what the driver queued, in order, a batch per iteration. */
+static void admin_delay_timer(void *opaque)
+{
+    VsriovAdmin *a = opaque;
+
+    if (a->delayed && a->cur) {
+        admin_complete(a, g_steal_pointer(&a->cur), a->held.s,
+                       a->held.result, a->held.len);
+        qemu_bh_schedule(a->bh);
+    }
+}
+
 static void admin_bh(void *opaque)
 {
     VsriovAdmin *a = opaque;
@@ -574,6 +646,8 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
         return;
     }
     a->gen++;
+    a->delayed = false;
+    timer_del(a->delay_timer);
     if (a->cur) {
         virtqueue_detach_element(vq, a->cur, 0);
         g_free(a->cur);
@@ -664,6 +738,7 @@ void vsriov_admin_init(VsriovPF *vpf)
     a->vpf = vpf;
     a->vdev = virtio_bus_get_device(&VIRTIO_PCI(vpf->pf)->bus);
     a->bh = aio_bh_new(iohandler_get_aio_context(), admin_bh, a);
+    a->delay_timer = timer_new_ms(QEMU_CLOCK_REALTIME, admin_delay_timer, a);
     vpf->admin = a;
     if (!admins) {
         admins = g_hash_table_new(NULL, NULL);
@@ -689,6 +764,7 @@ void vsriov_admin_exit(VsriovPF *vpf)
     virtio_delete_queue(a->vq);
     virtio_clear_feature(&a->vdev->host_features, VIRTIO_F_ADMIN_VQ);
     qemu_bh_delete(a->bh);
+    timer_free(a->delay_timer);
     g_hash_table_remove(admins, a->vdev);
     vpf->admin = NULL;
     g_free(a);

@@ -27,22 +27,19 @@
  */
 
 #include "qemu/osdep.h"
-#include <poll.h>
-#include "io/channel-socket.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-net.h"
 #include "qapi/qapi-types-net.h"
 #include "qapi/visitor.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
-#include "qemu/sockets.h"
 #include "qemu/timer.h"
 #include "qom/object_interfaces.h"
 #include "system/system.h"
 #include "net/net.h"
 #include "vsriov.h"
+#include "daemon-client.h"
 #include "trace.h"
-#include "vpd-wire/protocol.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -57,34 +54,7 @@ OBJECT_DECLARE_SIMPLE_TYPE(VsriovDaemonPool, VSRIOV_DAEMON_POOL)
  */
 #define VPD_MAX_COUNT       253     /* VFs per pool */
 /* descriptors per message: what QIOChannelSocket takes in one read */
-#define VPD_MSG_FDS         16
-#define VPD_TIMEOUT_S       5
-#define VPD_MAX_PENDING     1024    /* requests in flight per pool */
-/* timed-out CLAIMs whose VFs come back: all that can be in flight */
-#define VPD_MAX_LATE        VPD_MAX_PENDING
 #define VPD_RELEASE_TRIES   5       /* a RELEASE that fails is sent again */
-
-typedef struct DaemonReq DaemonReq;
-typedef void DaemonReqDone(DaemonReq *req);
-
-/* A request to the daemon, from its sending to its completion. */
-struct DaemonReq {
-    VsriovDaemonPool *dp;
-    uint32_t seq;
-    uint16_t type;              /* VPD_MSG_* */
-    int max_fds;                /* descriptors its answer may carry */
-    int64_t deadline;           /* QEMU_CLOCK_REALTIME, ns */
-    DaemonReqDone *done;        /* NULL: req_wait() takes the outcome */
-    void *opaque;
-    /* the outcome */
-    bool finished;
-    int err;                    /* 0, or a positive errno with @error */
-    Error *error;
-    struct vpd_msg *reply;      /* a REPLY */
-    int *fds;                   /* and its descriptors */
-    int nfds;
-    QTAILQ_ENTRY(DaemonReq) next;
-};
 
 /* What a CLAIM answer says of a VF, besides its handle and descriptor. */
 typedef struct DaemonVF {
@@ -103,20 +73,7 @@ struct VsriovDaemonPool {
 
     /* runtime */
     char *id;               /* the object's id (also once unparented) */
-    QIOChannelSocket *sioc; /* connection to the daemon, or NULL */
-    uint32_t seq;
-    QTAILQ_HEAD(, DaemonReq) pending;   /* sent, in order, not answered */
-    unsigned n_pending;
-    QTAILQ_HEAD(, DaemonReq) finished;  /* their completion to run */
-    QEMUBH *done_bh;
-    QEMUTimer *deadline_timer;
-    GByteArray *out;        /* bytes not sent yet */
-    uint8_t in_hdr[VPD_HEADER_SIZE];    /* the message being read */
-    GByteArray *in_payload;
-    uint32_t in_got;
-    int in_fds[VPD_MSG_FDS];
-    int in_nfds;            /* VPD_MSG_FDS + 1: too many came */
-    GArray *late_claims;    /* sequence numbers of CLAIMs that timed out */
+    VsriovDaemonClient *client;     /* the connection (daemon-client.c) */
     unsigned claiming;      /* VFs of claim_async calls not done yet */
     GArray *to_release;     /* LateRelease: RELEASEs to send again */
     int *vhost_fds;         /* until they become netdevs */
@@ -135,9 +92,14 @@ QEMU_BUILD_BUG_ON(VSRIOV_HANDOVER_SIZE != VPD_HANDOVER_SIZE);
 
 static VsriovPoolClass *parent_class;
 
+static const char *dp_id(VsriovDaemonPool *dp)
+{
+    return dp->id;
+}
+
 /* ---- messages ----------------------------------------------------------- */
 
-/* A request of @type; req_send() gives it its sequence number. */
+/* A request of @type; vsriov_daemon_send() gives it its sequence number. */
 static struct vpd_builder *msg_new(uint16_t type)
 {
     struct vpd_builder *b = g_new(struct vpd_builder, 1);
@@ -215,561 +177,9 @@ static uint32_t parse_handles(const struct vpd_msg *msg, uint32_t *handles,
     return found;
 }
 
-/*
- * ---- the connection -----------------------------------------------------
- *
- * One connection per pool (a QIOChannelSocket), on QEMU's main loop:
- * requests are written without blocking, answers are read by a fd handler
- * as they come, in pieces if they trickle, with at most VPD_MSG_FDS
- * descriptors each, and matched to their request by sequence number.
- * Each request has a deadline (VPD_TIMEOUT_S); a timer fails the ones that
- * pass it.  A request's completion runs from a bottom half, never inside
- * the call that sent it nor inside another request's wait, and in the
- * iohandler context, not the main one: block-layer drains (in a device's
- * reset, say) poll that one, and a completion may replace VFs.
- *
- * Only the pool's creation waits for its answer (req_wait(), which reads
- * the same stream with poll() up to the request's deadline); everything
- * else completes in the main loop.
- */
-
-static void conn_readable(void *opaque);
-static void conn_writable(void *opaque);
-
-static const char *dp_id(VsriovDaemonPool *dp)
-{
-    return dp->id;
-}
-
-static void req_free(DaemonReq *req)
-{
-    for (int i = 0; i < req->nfds; i++) {
-        close(req->fds[i]);
-    }
-    g_free(req->fds);
-    vpd_msg_free(req->reply);
-    error_free(req->error);
-    g_free(req);
-}
-
-static void release_again(VsriovDaemonPool *dp);
-
-/* Run the completions of what finished; true if one had its answer. */
-static bool run_completions(VsriovDaemonPool *dp)
-{
-    DaemonReq *req;
-    bool answered = false;
-
-    while ((req = QTAILQ_FIRST(&dp->finished))) {
-        QTAILQ_REMOVE(&dp->finished, req, next);
-        answered |= !req->err;
-        req->done(req);
-        req_free(req);
-    }
-    return answered;
-}
-
-static void done_bh(void *opaque)
-{
-    VsriovDaemonPool *dp = opaque;
-
-    /* a completion may drop what else held the pool */
-    object_ref(OBJECT(dp));
-    if (run_completions(dp) && dp->to_release->len) {
-        release_again(dp);
-    }
-    object_unref(OBJECT(dp));
-}
-
-/*
- * @req is answered or failed (err 0 or a positive errno, @error with it):
- * its waiter sees it now, its completion runs from the bottom half.
- */
-static void req_finish(DaemonReq *req, int err, Error *error)
-{
-    VsriovDaemonPool *dp = req->dp;
-
-    req->finished = true;
-    req->err = err;
-    req->error = error;
-    if (req->done) {
-        QTAILQ_INSERT_TAIL(&dp->finished, req, next);
-        qemu_bh_schedule(dp->done_bh);
-    }
-}
-
-static void conn_set_handlers(VsriovDaemonPool *dp, IOHandler *io_read,
-                              IOHandler *io_write)
-{
-    AioContext *ctx = iohandler_get_aio_context();
-
-    qio_channel_set_aio_fd_handler(QIO_CHANNEL(dp->sioc), ctx, io_read,
-                                   ctx, io_write, dp);
-}
-
-static void conn_update_handlers(VsriovDaemonPool *dp)
-{
-    if (dp->sioc) {
-        conn_set_handlers(dp, conn_readable,
-                          dp->out->len ? conn_writable : NULL);
-    }
-}
-
-static void conn_reset_reader(VsriovDaemonPool *dp)
-{
-    for (int i = 0; i < MIN(dp->in_nfds, VPD_MSG_FDS); i++) {
-        close(dp->in_fds[i]);
-    }
-    dp->in_nfds = 0;
-    dp->in_got = 0;
-    g_byte_array_set_size(dp->in_payload, 0);
-}
-
-/*
- * The connection is gone or unusable (@why): every request in flight
- * fails, and the next one connects again.
- */
-static void conn_close(VsriovDaemonPool *dp, const char *why)
-{
-    DaemonReq *req;
-
-    if (!dp->sioc) {
-        return;
-    }
-    trace_vsriov_daemon_pool_disconnect(dp_id(dp), dp->socket, why);
-    conn_set_handlers(dp, NULL, NULL);
-    object_unref(OBJECT(dp->sioc));     /* closes it */
-    dp->sioc = NULL;
-    conn_reset_reader(dp);
-    g_byte_array_set_size(dp->out, 0);
-    /* no late answer comes on a new connection */
-    g_array_set_size(dp->late_claims, 0);
-    /* (a new connection's token comes with its first claim) */
-    dp->has_token = false;
-    while ((req = QTAILQ_FIRST(&dp->pending))) {
-        Error *err = NULL;
-
-        QTAILQ_REMOVE(&dp->pending, req, next);
-        dp->n_pending--;
-        error_setg(&err, "vsriov-daemon-pool '%s': %s: %s", dp_id(dp),
-                   dp->socket, why);
-        req_finish(req, EIO, err);
-    }
-    timer_del(dp->deadline_timer);
-}
-
-static void conn_flush(VsriovDaemonPool *dp)
-{
-    while (dp->sioc && dp->out->len) {
-        Error *err = NULL;
-        ssize_t r = qio_channel_write(QIO_CHANNEL(dp->sioc),
-                                      (const char *)dp->out->data,
-                                      dp->out->len, &err);
-
-        if (r == QIO_CHANNEL_ERR_BLOCK) {
-            break;
-        }
-        if (r <= 0) {
-            g_autofree char *why =
-                g_strdup_printf("cannot send: %s",
-                                err ? error_get_pretty(err) : "no progress");
-
-            error_free(err);
-            conn_close(dp, why);
-            return;
-        }
-        g_byte_array_remove_range(dp->out, 0, r);
-    }
-    conn_update_handlers(dp);
-}
-
-static void conn_writable(void *opaque)
-{
-    conn_flush(opaque);
-}
-
-/* The ERROR answer's sentence and errno, as @req's failure. */
-static void req_refused(DaemonReq *req, const struct vpd_msg *msg)
-{
-    const char *text = vpd_attr_str(vpd_msg_get(msg, VPD_A_MESSAGE));
-    Error *err = NULL;
-    uint32_t e = 0;
-
-    if (!vpd_attr_u32(vpd_msg_get(msg, VPD_A_ERRNO), &e) || !e || e >= 4096) {
-        e = EIO;
-    }
-    error_setg(&err, "vsriov-daemon-pool '%s': the daemon refused: %s",
-               dp_id(req->dp), text ?: "unknown error");
-    req_finish(req, e, err);
-}
-
-static void send_release(VsriovDaemonPool *dp, uint32_t handle);
-
-/*
- * An answer whose request is no longer waited for (it timed out): if it
- * answers a CLAIM, its VFs go back at once.  (Other answers name VFs too:
- * a late SET_ATTRS answer names the VF it changed, which stays this VM's.)
- */
-static void conn_late_answer(VsriovDaemonPool *dp, const struct vpd_msg *msg)
-{
-    uint32_t handles[VPD_MAX_COUNT];
-    uint32_t n = 0;
-    bool claim = false;
-
-    for (guint i = 0; i < dp->late_claims->len; i++) {
-        if (g_array_index(dp->late_claims, uint32_t, i) == msg->seq) {
-            g_array_remove_index_fast(dp->late_claims, i);
-            claim = true;
-            break;
-        }
-    }
-    if (claim && msg->type == VPD_MSG_REPLY) {
-        n = parse_handles(msg, handles, NULL, VPD_MAX_COUNT);
-        for (uint32_t i = 0; i < n; i++) {
-            send_release(dp, handles[i]);
-        }
-    }
-    trace_vsriov_daemon_pool_late_answer(dp_id(dp), msg->seq, n);
-}
-
-/*
- * A whole message was read: it goes to its request.  The reader is reset
- * first (what follows may send, and so read, again).
- */
-static void conn_dispatch(VsriovDaemonPool *dp)
-{
-    g_autoptr(GByteArray) bytes = g_byte_array_new();
-    g_autoptr(GBytes) whole = NULL;
-    g_autoptr(GError) gerr = NULL;
-    g_autoptr(vpd_msg) msg = NULL;
-    int fds[VPD_MSG_FDS];
-    int nfds = dp->in_nfds;
-    DaemonReq *req = NULL;
-    Error *err = NULL;
-
-    g_byte_array_append(bytes, dp->in_hdr, VPD_HEADER_SIZE);
-    g_byte_array_append(bytes, dp->in_payload->data, dp->in_payload->len);
-    memcpy(fds, dp->in_fds, sizeof(int) * MIN(nfds, VPD_MSG_FDS));
-    dp->in_nfds = 0;
-    conn_reset_reader(dp);
-    whole = g_byte_array_free_to_bytes(g_steal_pointer(&bytes));
-    msg = vpd_msg_parse(whole, &gerr);
-    if (msg) {
-        QTAILQ_FOREACH(req, &dp->pending, next) {
-            if (req->seq == msg->seq) {
-                break;
-            }
-        }
-    }
-    if (!msg || !req || nfds > VPD_MSG_FDS || nfds > req->max_fds ||
-        msg->type != VPD_MSG_REPLY) {
-        for (int i = 0; i < MIN(nfds, VPD_MSG_FDS); i++) {
-            close(fds[i]);
-        }
-    }
-    if (!msg) {
-        g_autofree char *why = g_strdup_printf("malformed answer: %s",
-                                               gerr->message);
-
-        conn_close(dp, why);
-        return;
-    }
-    if (!req) {
-        conn_late_answer(dp, msg);
-        return;
-    }
-    QTAILQ_REMOVE(&dp->pending, req, next);
-    dp->n_pending--;
-    if (nfds > VPD_MSG_FDS || nfds > req->max_fds) {
-        if (req->type == VPD_MSG_CLAIM && msg->type == VPD_MSG_REPLY) {
-            uint32_t handles[VPD_MAX_COUNT];
-            uint32_t n = parse_handles(msg, handles, NULL, VPD_MAX_COUNT);
-
-            for (uint32_t i = 0; i < n; i++) {
-                send_release(dp, handles[i]);   /* nobody takes them */
-            }
-        }
-        error_setg(&err, "vsriov-daemon-pool '%s': the daemon sent more "
-                   "file descriptors than asked for", dp_id(dp));
-        req_finish(req, EIO, err);
-    } else if (msg->type == VPD_MSG_ERROR) {
-        req_refused(req, msg);
-    } else if (msg->type != VPD_MSG_REPLY) {
-        error_setg(&err, "vsriov-daemon-pool '%s': unexpected answer type %u",
-                   dp_id(dp), msg->type);
-        req_finish(req, EIO, err);
-    } else {
-        req->fds = g_memdup2(fds, sizeof(int) * nfds);
-        req->nfds = nfds;
-        req->reply = g_steal_pointer(&msg);
-        req_finish(req, 0, NULL);
-    }
-}
-
-/* Read what the daemon sent, without waiting for more. */
-static void conn_read(VsriovDaemonPool *dp)
-{
-    while (dp->sioc) {
-        g_autofree int *fds = NULL;
-        size_t nfds = 0;
-        struct iovec iov;
-        Error *err = NULL;
-        ssize_t r;
-
-        if (dp->in_got < VPD_HEADER_SIZE) {
-            iov.iov_base = dp->in_hdr + dp->in_got;
-            iov.iov_len = VPD_HEADER_SIZE - dp->in_got;
-        } else {
-            iov.iov_base = dp->in_payload->data + dp->in_got -
-                           VPD_HEADER_SIZE;
-            iov.iov_len = dp->in_payload->len -
-                          (dp->in_got - VPD_HEADER_SIZE);
-        }
-        /* (vhost-vdpa descriptors stay as the daemon opened them) */
-        r = qio_channel_readv_full(QIO_CHANNEL(dp->sioc), &iov, 1, &fds,
-                                   &nfds,
-                                   QIO_CHANNEL_READ_FLAG_FD_PRESERVE_BLOCKING,
-                                   &err);
-        if (r == QIO_CHANNEL_ERR_BLOCK) {
-            return;
-        }
-        for (size_t i = 0; i < nfds; i++) {
-            if (dp->in_nfds < VPD_MSG_FDS) {
-                dp->in_fds[dp->in_nfds++] = fds[i];
-            } else {
-                close(fds[i]);
-                dp->in_nfds = VPD_MSG_FDS + 1;
-            }
-        }
-        if (r < 0) {
-            g_autofree char *why =
-                g_strdup_printf("cannot read: %s", error_get_pretty(err));
-
-            error_free(err);
-            conn_close(dp, why);
-            return;
-        }
-        if (r == 0) {
-            conn_close(dp, "the daemon closed the connection");
-            return;
-        }
-        dp->in_got += r;
-        if (dp->in_got == VPD_HEADER_SIZE) {
-            gssize total = vpd_msg_total_len(dp->in_hdr, VPD_HEADER_SIZE,
-                                             NULL);
-
-            if (total < 0) {
-                conn_close(dp, "the peer does not speak the vdpa-pool-daemon "
-                           "protocol");
-                return;
-            }
-            g_byte_array_set_size(dp->in_payload, total - VPD_HEADER_SIZE);
-        }
-        if (dp->in_got == VPD_HEADER_SIZE + dp->in_payload->len) {
-            conn_dispatch(dp);
-        }
-    }
-}
-
-static void conn_readable(void *opaque)
-{
-    conn_read(opaque);
-}
-
-/* Fail the requests whose deadline passed; re-arm for the next one. */
-static void conn_expire(VsriovDaemonPool *dp)
-{
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    DaemonReq *req, *tmp;
-    int64_t next = INT64_MAX;
-
-    QTAILQ_FOREACH_SAFE(req, &dp->pending, next, tmp) {
-        Error *err = NULL;
-
-        if (req->deadline > now) {
-            next = MIN(next, req->deadline);
-            continue;
-        }
-        QTAILQ_REMOVE(&dp->pending, req, next);
-        dp->n_pending--;
-        if (req->type == VPD_MSG_CLAIM) {
-            /* its answer may still come, with VFs to give back */
-            if (dp->late_claims->len == VPD_MAX_LATE) {
-                g_array_remove_index(dp->late_claims, 0);
-            }
-            g_array_append_val(dp->late_claims, req->seq);
-        }
-        error_setg(&err, "vsriov-daemon-pool '%s': %s did not answer within "
-                   "%d s", dp_id(dp), dp->socket, VPD_TIMEOUT_S);
-        req_finish(req, ETIMEDOUT, err);
-    }
-    if (next == INT64_MAX) {
-        timer_del(dp->deadline_timer);
-    } else {
-        timer_mod(dp->deadline_timer, next);
-    }
-}
-
-static void deadline_cb(void *opaque)
-{
-    conn_expire(opaque);
-}
-
-static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
-{
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    int fd;
-
-    strcpy(addr.sun_path, dp->socket);  /* its length was checked */
-    fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
-                         "create a socket", dp_id(dp));
-        return false;
-    }
-    /* not even connect() may wait: a daemon whose backlog is full fails */
-    if (!qemu_set_blocking(fd, false, errp)) {
-        close(fd);
-        return false;
-    }
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': cannot "
-                         "connect to vdpa-pool-daemon at %s", dp_id(dp),
-                         dp->socket);
-        close(fd);
-        return false;
-    }
-    dp->sioc = qio_channel_socket_new_fd(fd, errp);
-    if (!dp->sioc) {
-        close(fd);
-        return false;
-    }
-    qio_channel_set_name(QIO_CHANNEL(dp->sioc), "vsriov-daemon-pool");
-    /* (only connect_sync and accept set it; ensure_connected() peeks) */
-    qio_channel_set_feature(QIO_CHANNEL(dp->sioc),
-                            QIO_CHANNEL_FEATURE_READ_MSG_PEEK);
-    conn_update_handlers(dp);
-    return true;
-}
-
-/*
- * A daemon that was restarted has closed our connection; connected again,
- * it gives this process back what it held (same pid and uid), so a
- * request after a restart works.
- */
-static bool ensure_connected(VsriovDaemonPool *dp, Error **errp)
-{
-    char c;
-    struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-
-    /* a close the main loop did not notice yet (nothing is read here) */
-    if (dp->sioc &&
-        qio_channel_readv_full(QIO_CHANNEL(dp->sioc), &iov, 1, NULL, NULL,
-                               QIO_CHANNEL_READ_FLAG_MSG_PEEK, NULL) == 0) {
-        conn_close(dp, "the daemon closed the connection");
-    }
-    if (dp->sioc) {
-        return true;
-    }
-    return daemon_connect(dp, errp);
-}
-
-/*
- * Send @m (consumed) as a request of @type.  Its outcome goes to @done
- * from a bottom half, or, with @done NULL, is left in the request for
- * req_wait().  At most @max_fds descriptors may come with the answer.
- * Never NULL; a request that cannot be sent is finished at once.
- */
-static DaemonReq *req_send(VsriovDaemonPool *dp, struct vpd_builder *m,
-                           int max_fds, DaemonReqDone *done, void *opaque)
-{
-    DaemonReq *req = g_new0(DaemonReq, 1);
-    g_autoptr(GBytes) bytes = vpd_builder_finish(m);
-    gsize len;
-    const uint8_t *data = g_bytes_get_data(bytes, &len);
-    guint at = dp->out->len;
-    Error *err = NULL;
-
-    g_free(m);
-    req->dp = dp;
-    req->seq = ++dp->seq;
-    req->type = lduw_le_p(data + 6);
-    req->max_fds = max_fds;
-    req->done = done;
-    req->opaque = opaque;
-    req->deadline = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                    VPD_TIMEOUT_S * NANOSECONDS_PER_SECOND;
-
-    if (dp->n_pending >= VPD_MAX_PENDING) {
-        error_setg(&err, "vsriov-daemon-pool '%s': %u requests to %s are "
-                   "waiting for their answer already", dp_id(dp),
-                   dp->n_pending, dp->socket);
-        req_finish(req, EAGAIN, err);
-    } else if (!ensure_connected(dp, &err)) {
-        req_finish(req, EIO, err);
-    } else {
-        g_byte_array_append(dp->out, data, len);
-        stl_le_p(dp->out->data + at + 8, req->seq);
-        QTAILQ_INSERT_TAIL(&dp->pending, req, next);
-        dp->n_pending++;
-        if (!timer_pending(dp->deadline_timer)) {
-            timer_mod(dp->deadline_timer, req->deadline);
-        }
-        conn_flush(dp);     /* may fail it (and all others) */
-    }
-    return req;
-}
-
-/*
- * Wait for @req (sent with no @done) until its deadline, reading every
- * answer that comes meanwhile.  For the pool's creation and a lazy claim
- * only: it holds up its caller.
- */
-static void req_wait(VsriovDaemonPool *dp, DaemonReq *req)
-{
-    while (!req->finished) {
-        struct pollfd pfd = {
-            .fd = dp->sioc ? dp->sioc->fd : -1,
-            .events = POLLIN | (dp->out->len ? POLLOUT : 0),
-        };
-        int64_t left = req->deadline - qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-
-        if (left > 0 && dp->sioc &&
-            poll(&pfd, 1, DIV_ROUND_UP(left, SCALE_MS)) != 0) {
-            conn_flush(dp);
-            conn_read(dp);
-        } else {
-            conn_expire(dp);
-        }
-    }
-}
-
-/*
- * Send @m and wait for the answer: the message, and the fds that came with
- * it into @fds (@max_fds at most).  NULL with @errp set if it failed or
- * the daemon refused.
- */
-static struct vpd_msg *transact(VsriovDaemonPool *dp, struct vpd_builder *m,
-                                int *fds, int max_fds, int *nfds, Error **errp)
-{
-    DaemonReq *req = req_send(dp, m, max_fds, NULL, NULL);
-    struct vpd_msg *reply = NULL;
-
-    req_wait(dp, req);
-    if (req->err) {
-        error_propagate(errp, g_steal_pointer(&req->error));
-    } else {
-        memcpy(fds, req->fds, sizeof(int) * req->nfds);
-        *nfds = req->nfds;
-        req->nfds = 0;
-        reply = g_steal_pointer(&req->reply);
-    }
-    req_free(req);
-    return reply;
-}
-
 /* A RELEASE, and how often it was sent (at most VPD_RELEASE_TRIES). */
 typedef struct LateRelease {
+    VsriovDaemonPool *dp;
     uint32_t handle;
     unsigned tries;
 } LateRelease;
@@ -779,8 +189,8 @@ static void send_release_tries(VsriovDaemonPool *dp, uint32_t handle,
 
 static void release_done(DaemonReq *req)
 {
-    VsriovDaemonPool *dp = req->dp;
     g_autofree LateRelease *r = req->opaque;
+    VsriovDaemonPool *dp = r->dp;
 
     if (!req->err || req->err == EPERM) {
         /* (EPERM: not this client's any more, e.g. released on a close) */
@@ -820,10 +230,11 @@ static void send_release_tries(VsriovDaemonPool *dp, uint32_t handle,
     struct vpd_builder *m = msg_new(VPD_MSG_RELEASE);
     LateRelease *r = g_new(LateRelease, 1);
 
+    r->dp = dp;
     r->handle = handle;
     r->tries = tries;
     vpd_put_u32(m, VPD_A_HANDLE, handle);
-    req_send(dp, m, 0, release_done, r);
+    vsriov_daemon_send(dp->client, m, 0, release_done, r);
 }
 
 /* Tell the daemon a VF is no longer ours; nobody waits for the answer. */
@@ -831,6 +242,41 @@ static void send_release(VsriovDaemonPool *dp, uint32_t handle)
 {
     send_release_tries(dp, handle, 0);
 }
+
+/* A CLAIM's VFs that nobody takes go back at once. */
+static void client_unwanted_claim(void *opaque, const struct vpd_msg *reply)
+{
+    VsriovDaemonPool *dp = opaque;
+    uint32_t handles[VPD_MAX_COUNT];
+    uint32_t n = parse_handles(reply, handles, NULL, VPD_MAX_COUNT);
+
+    for (uint32_t i = 0; i < n; i++) {
+        send_release(dp, handles[i]);
+    }
+}
+
+static void client_closed(void *opaque)
+{
+    VsriovDaemonPool *dp = opaque;
+
+    /* (a new connection's token comes with its first claim) */
+    dp->has_token = false;
+}
+
+static void client_answered(void *opaque)
+{
+    VsriovDaemonPool *dp = opaque;
+
+    if (dp->to_release->len) {
+        release_again(dp);
+    }
+}
+
+static const VsriovDaemonClientOps client_ops = {
+    .unwanted_claim = client_unwanted_claim,
+    .closed = client_closed,
+    .answered = client_answered,
+};
 
 /* ---- the pool ----------------------------------------------------------- */
 
@@ -1139,7 +585,8 @@ static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
     for (unsigned k = 0; k < n; k++) {
         g_autofree char *owner = owner_name(owners[k]);
 
-        req_send(dp, claim_msg(dp, owner, 1), 1, claim_part_done,
+        vsriov_daemon_send(dp->client, claim_msg(dp, owner, 1), 1,
+                           claim_part_done,
                  &b->parts[k]);
     }
 }
@@ -1289,14 +736,10 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
         }
     }
     if (i == dp->count) {
-        DaemonReq *req = g_new0(DaemonReq, 1);
         Error *err = NULL;
 
         error_setg(&err, "netdev '%s' is not one of this pool's", nc->name);
-        req->dp = dp;
-        req->done = configure_done;
-        req->opaque = call;
-        req_finish(req, EINVAL, err);
+        vsriov_daemon_fail(dp->client, configure_done, call, EINVAL, err);
         return;
     }
     m = msg_new(VPD_MSG_SET_ATTRS);
@@ -1330,7 +773,7 @@ static void daemon_configure(VsriovPool *pool, NetClientState *nc,
         vpd_put_u32(m, VPD_A_MIN_TX_RATE, c->min_tx_rate);
         vpd_put_u32(m, VPD_A_MAX_TX_RATE, c->max_tx_rate);
     }
-    req_send(dp, m, 0, configure_done, call);
+    vsriov_daemon_send(dp->client, m, 0, configure_done, call);
 }
 
 static bool daemon_handover_token(VsriovPool *pool,
@@ -1382,7 +825,9 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         error_setg(errp, "vsriov-daemon-pool '%s': socket path too long", id);
         return;
     }
-    if (!daemon_connect(dp, errp)) {
+    dp->client = vsriov_daemon_client_new(OBJECT(dp), id, dp->socket,
+                                          &client_ops, dp);
+    if (!vsriov_daemon_client_connect(dp->client, errp)) {
         return;
     }
 
@@ -1420,7 +865,8 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
         g_autofree char *owner = owner_name(id);
 
         m = claim_msg(dp, owner, k);
-        reply = transact(dp, m, dp->vhost_fds + done, k, &nfds, errp);
+        reply = vsriov_daemon_transact(dp->client, m, dp->vhost_fds + done,
+                                       k, &nfds, errp);
         if (reply && (nfds != k ||
                       parse_handles(reply, dp->handles + done,
                                     dp->vfs + done, k) != k)) {
@@ -1439,7 +885,8 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
                 }
                 dp->vhost_fds[i] = -1;
             }
-            conn_close(dp, "the pool's creation failed");
+            vsriov_daemon_client_close(dp->client,
+                                       "the pool's creation failed");
             return;
         }
     }
@@ -1456,14 +903,7 @@ static void daemon_pool_instance_init(Object *obj)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
 
-    QTAILQ_INIT(&dp->pending);
-    QTAILQ_INIT(&dp->finished);
-    dp->out = g_byte_array_new();
-    dp->in_payload = g_byte_array_new();
-    dp->late_claims = g_array_new(false, false, sizeof(uint32_t));
     dp->to_release = g_array_new(false, false, sizeof(LateRelease));
-    dp->done_bh = aio_bh_new(iohandler_get_aio_context(), done_bh, dp);
-    dp->deadline_timer = timer_new_ns(QEMU_CLOCK_REALTIME, deadline_cb, dp);
 }
 
 static void daemon_pool_instance_finalize(Object *obj)
@@ -1487,13 +927,7 @@ static void daemon_pool_instance_finalize(Object *obj)
      * Closing the connection releases the VFs in the daemon; what was
      * still in flight completes (fails) now.
      */
-    conn_close(dp, "the pool is going away");
-    run_completions(dp);
-    qemu_bh_delete(dp->done_bh);
-    timer_free(dp->deadline_timer);
-    g_byte_array_unref(dp->out);
-    g_byte_array_unref(dp->in_payload);
-    g_array_unref(dp->late_claims);
+    vsriov_daemon_client_free(dp->client);
     g_array_unref(dp->to_release);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
@@ -1552,7 +986,8 @@ static bool daemon_can_be_deleted(UserCreatable *uc)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
 
-    return !dp->claiming && !dp->n_pending &&
+    return !dp->claiming &&
+           !(dp->client && vsriov_daemon_client_pending(dp->client)) &&
            USER_CREATABLE_CLASS(parent_class)->can_be_deleted(uc);
 }
 

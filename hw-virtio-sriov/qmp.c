@@ -68,6 +68,7 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
     info->backend = g_strdup(backend_type(nc, vpf->pool->lazy));
     info->state = i < enabled ? VSRIOV_VF_STATE_ENABLED
                               : VSRIOV_VF_STATE_DISABLED;
+    info->backing = vsriov_pf_vf_backing(vpf, i);
     info->config = vf_config_info(vpf, i);
     info->link_up = !qemu_get_queue(n->nic)->link_down;
     return info;

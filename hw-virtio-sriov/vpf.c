@@ -136,6 +136,8 @@ static void vpf_vfs_changed(VsriovPF *vpf)
     }
 }
 
+static void vpf_note_backing(VsriovPF *vpf);
+
 /*
  * Take note of the VFs enabled now: VFs that came or went start over with
  * a default configuration, and VSRIOV_VFS_CHANGED says so.
@@ -154,6 +156,7 @@ static void vpf_sync_enabled(VsriovPF *vpf)
     trace_vsriov_vfs_changed(DEVICE(vpf->pf)->id, vpf->enabled_vfs, now);
     vpf->enabled_vfs = now;
     vpf_vfs_changed(vpf);
+    vpf_note_backing(vpf);
 }
 
 static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
@@ -320,6 +323,7 @@ static void vpf_release_later(VsriovPF *vpf, uint16_t from)
         timer_mod(vpf->backing.release_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
     }
+    vpf_note_backing(vpf);
 }
 
 /*
@@ -358,6 +362,7 @@ static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
     trace_vsriov_release_slice(DEVICE(vpf->pf)->id, i, MIN(kept, i));
     /* what a waiter keeps goes when it is done (vpf_claims_done()) */
     vpf->backing.release_from = MIN(kept, i);
+    vpf_note_backing(vpf);
     return i == vpf->num_vfs;
 }
 
@@ -498,6 +503,7 @@ static void vpf_start_claim(VsriovPF *vpf)
     object_ref(OBJECT(c->pool));
     vpf->backing.claim = c;
     trace_vsriov_claim_start(DEVICE(vpf->pf)->id, owners->len);
+    vpf_note_backing(vpf);
     pc->claim_async(vpf->pool, (const char *const *)owners->pdata,
                     owners->len, vpf_claimed, c);
 }
@@ -623,6 +629,7 @@ static void vpf_bind_timer(void *opaque)
     if (i < vpf->num_vfs && c->k < c->n && !c->ret) {
         timer_mod(vpf->backing.bind_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + RELEASE_PAUSE_NS);
+        vpf_note_backing(vpf);
         return;
     }
     ret = c->ret;
@@ -709,6 +716,7 @@ int vsriov_pf_stage_vfs(VsriovPF *vpf, uint16_t num_vfs,
     vpf->backing.stage_done = done;
     vpf->backing.stage_opaque = opaque;
     vpf_start_claim(vpf);
+    vpf_note_backing(vpf);
     return 1;
 }
 
@@ -802,6 +810,7 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
     if (!ret) {
         timer_del(vpf->backing.stage_timer);
     }
+    vpf_note_backing(vpf);
     return ret;
 }
 
@@ -823,6 +832,41 @@ void vsriov_pf_vfs_disabled(VsriovPF *vpf)
         }
     } else {
         qemu_bh_schedule(vpf->reset_bh);
+    }
+}
+
+VsriovVFBacking vsriov_pf_vf_backing(VsriovPF *vpf, uint16_t i)
+{
+    uint16_t wanted = vpf_wanted(vpf);
+
+    if (!vpf->backends[i]) {
+        return vpf->backing.claim && i < wanted ? VSRIOV_VF_BACKING_CLAIMING
+                                                : VSRIOV_VF_BACKING_NONE;
+    }
+    if (vpf->vfs[i]->enabled || !vpf->pool->lazy) {
+        return VSRIOV_VF_BACKING_BOUND;
+    }
+    /* (vpf_release_pass() gives back from release_from on, but the wanted) */
+    return i < wanted || i < vpf->backing.release_from
+           ? VSRIOV_VF_BACKING_STAGED : VSRIOV_VF_BACKING_RELEASING;
+}
+
+/*
+ * The one place where a VF's backing is seen to change: the engine's
+ * steps call it when they are done, and it traces each VF whose state is
+ * not the one it traced last.
+ */
+static void vpf_note_backing(VsriovPF *vpf)
+{
+    for (uint16_t i = 0; vpf->backing.noted && i < vpf->num_vfs; i++) {
+        VsriovVFBacking now = vsriov_pf_vf_backing(vpf, i);
+
+        if (now != vpf->backing.noted[i]) {
+            trace_vsriov_vf_backing(DEVICE(vpf->pf)->id, i,
+                                    VsriovVFBacking_str(vpf->backing.noted[i]),
+                                    VsriovVFBacking_str(now));
+            vpf->backing.noted[i] = now;
+        }
     }
 }
 
@@ -972,6 +1016,10 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     vpf->backing.claim = NULL;
     vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
     vpf->backing.stage_done = NULL;
+    vpf->backing.noted = g_new(VsriovVFBacking, n);
+    for (uint16_t i = 0; i < n; i++) {
+        vpf->backing.noted[i] = vsriov_pf_vf_backing(vpf, i);
+    }
     vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
     vsriov_pool_use(vpf->pool);
@@ -1008,6 +1056,7 @@ void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->backing.claim = NULL;
     vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
     vpf->backing.stage_done = NULL;
+    g_clear_pointer(&vpf->backing.noted, g_free);
     pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {
         qemu_bh_delete(vpf->reset_bh);

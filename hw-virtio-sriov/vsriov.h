@@ -20,6 +20,7 @@
 #include "net/net.h"
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-pci.h"
+#include "qapi/qapi-types-vsriov.h"
 
 #define TYPE_VSRIOV_POOL "vsriov-pool"
 
@@ -208,6 +209,7 @@ typedef struct VsriovPFBacking {
     QEMUTimer *bind_timer;      /* binds the claimed backends to VFs */
     uint16_t release_from;      /* ... from this VF on (num_vfs: none) */
     bool claim_waits;           /* a claim waits for the pool's releases */
+    VsriovVFBacking *noted;     /* per VF: as last traced */
 } VsriovPFBacking;
 
 /* What the PF's migration holds (migration.c). */
@@ -231,6 +233,7 @@ struct VsriovPF {
     /* properties */
     VsriovPool *pool;
     uint16_t total_vfs;     /* 0: as many as the pool has free */
+    uint32_t admin_delay_ms;    /* testing: answers held back (max: never) */
 
     /* runtime */
     PCIDevice *pf;
@@ -283,6 +286,8 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
 void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf);
 /* Whether a VF Enable or a staging waits for the pool (a claim is out). */
 bool vsriov_pf_waits_for_pool(VsriovPF *vpf);
+/* Where VF @i's backend stands (docs/architecture.md's table). */
+VsriovVFBacking vsriov_pf_vf_backing(VsriovPF *vpf, uint16_t i);
 
 /* The PF's migration (migration.c): its sections, registered and gone. */
 void vsriov_pf_migration_init(VsriovPF *vpf);

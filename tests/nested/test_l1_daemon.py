@@ -146,7 +146,7 @@ elif cmd == "claim-b":
 # there, QEMU given up on the daemon) right after the write returned and
 # once VF Enable cleared.
 QTEST_DAEMON_STOPPED = r"""
-import json, sys, time
+import json, subprocess, sys, time
 sys.path.insert(0, "/src/tests")
 from harness.qtest_pci import QtestPci, SRIOV_CTRL, SRIOV_NUM_VF, VFE
 sock, log = sys.argv[1], sys.argv[2]
@@ -166,10 +166,16 @@ t0 = time.perf_counter()
 q.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
 write_ms = (time.perf_counter() - t0) * 1000
 after_write = seen()
+# where the VFs' backends stand meanwhile (query-vsriov)
+vfs = json.loads(subprocess.run(["python3", "/src/tests/harness/qmp.py", "/tmp/ql.sock",
+                                 "query-vsriov"], capture_output=True, text=True,
+                                check=True).stdout)["return"][0]["vfs"]
+backing = [v["backing"] for v in vfs]
 deadline = time.monotonic() + 60
 while q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE and time.monotonic() < deadline:
     time.sleep(0.05)
 print(json.dumps({"write_ms": round(write_ms, 2), "after_write": after_write,
+                  "backing": backing,
                   "cleared_after_s": round(time.perf_counter() - t0, 1), "end": seen()}))
 """
 
@@ -305,8 +311,8 @@ def lazy_daemon_pool(l1host, qemu):
         q = json.loads(l1host.check("python3 /src/tests/harness/qmp.py /tmp/ql.sock query-vsriov",
                                     timeout=120))
         assert "return" in q, (q, l1host.check("cat /scratch/qemu-lazy.log"))
-        return [(v["netdev"] if "netdev" in v else None, v["backend"], v["state"])
-                for v in q["return"][0]["vfs"]]
+        return [(v["netdev"] if "netdev" in v else None, v["backend"], v["state"],
+                 v["backing"]) for v in q["return"][0]["vfs"]]
 
     def vfs(n):
         return l1host.check(f"python3 /src/tests/harness/qtest_pci.py /tmp/qt.sock vfs {n}",
@@ -322,12 +328,13 @@ def lazy_daemon_pool(l1host, qemu):
                  "lazy=on -device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
                  "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0 "
                  "> /scratch/qemu-lazy.log 2>&1 < /dev/null & echo $! > /tmp/qemu.pid")
-    assert query() == [(None, "none", "disabled")] * 5
+    assert query() == [(None, "none", "disabled", "none")] * 5
     assert free(l1host, "a") == 4
     assert vfs(3) == ["vfe=1", "present=3"]
-    assert query() == [("p0.0", "vhost-vdpa", "enabled"), ("p0.1", "vhost-vdpa", "enabled"),
-                       ("p0.2", "vhost-vdpa", "enabled"), (None, "none", "disabled"),
-                       (None, "none", "disabled")]
+    assert query() == [("p0.0", "vhost-vdpa", "enabled", "bound"),
+                       ("p0.1", "vhost-vdpa", "enabled", "bound"),
+                       ("p0.2", "vhost-vdpa", "enabled", "bound"),
+                       (None, "none", "disabled", "none"), (None, "none", "disabled", "none")]
     assert free(l1host, "a") == 1
     owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
     # (each VF's QOM path, "@" the VM: this one has neither UUID nor name)
@@ -354,6 +361,8 @@ def lazy_daemon_pool(l1host, qemu):
           f"{stopped['cleared_after_s']} s")
     # [VF Enable, VF present, QEMU gave up]
     assert stopped["after_write"] == [1, 0, 0], stopped
+    # (the VF waits for its backend from the daemon)
+    assert stopped["backing"] == ["claiming"] + ["none"] * 4, stopped
     assert stopped["end"] == [0, 0, 1], stopped
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     assert vfs(2) == ["vfe=1", "present=2"]
@@ -375,7 +384,7 @@ def lazy_daemon_pool(l1host, qemu):
         "'p0': the daemon refused: pool 'a' has 0 free VF(s), 1 asked" in log, log
     # Opened again, on other VFs or the same: they work.
     assert vfs(4) == ["vfe=1", "present=4"]
-    assert [b for _, b, _ in query()] == ["vhost-vdpa"] * 4 + ["none"]
+    assert [b for _, b, _, _ in query()] == ["vhost-vdpa"] * 4 + ["none"]
     assert free(l1host, "a") == 0
     # QEMU killed with VFs enabled: the daemon takes them back.
     l1host.check("kill -9 $(cat /tmp/qemu.pid)")

@@ -171,12 +171,17 @@ static void driver_start(Admin *a, uint64_t features)
                  VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
 }
 
-static void start(Admin *a, bool lazy)
+static void start_with(Admin *a, bool lazy, const char *pf_props)
 {
-    a->qts = vsriov_start_pf(&a->p, lazy);
+    a->qts = vsriov_start_pf_with(&a->p, lazy, pf_props);
     map_pf(a);
     find_structures(a);
     driver_start(a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
+}
+
+static void start(Admin *a, bool lazy)
+{
+    start_with(a, lazy, "");
 }
 
 static void set_vfs(Admin *a, uint16_t n)
@@ -222,15 +227,14 @@ static void submit(Admin *a, const void *out, size_t out_len, size_t in_len)
     qtest_writew(qts, a->notify + a->notify_off * a->notify_mult, a->index);
 }
 
-static void run_raw(Admin *a, const void *out, size_t out_len, size_t in_len,
-                    Res *r)
+/* Wait for the device to use the command submitted last. */
+static void collect(Admin *a, size_t in_len, Res *r)
 {
     QTestState *qts = a->qts;
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
     uint16_t head = 0;
 
     memset(r, 0, sizeof(*r));
-    submit(a, out, out_len, in_len);
     while (qtest_readw(qts, USED + 2) == a->used_idx) {
         g_assert(g_get_monotonic_time() < deadline);
         qtest_clock_step(qts, 100);
@@ -247,6 +251,13 @@ static void run_raw(Admin *a, const void *out, size_t out_len, size_t in_len,
     if (r->len > 8) {
         qtest_memread(qts, IN_BUF + 8, r->result, r->len - 8);
     }
+}
+
+static void run_raw(Admin *a, const void *out, size_t out_len, size_t in_len,
+                    Res *r)
+{
+    submit(a, out, out_len, in_len);
+    collect(a, in_len, r);
 }
 
 static uint16_t run(Admin *a, uint16_t opcode, uint16_t group,
@@ -362,17 +373,34 @@ static void test_discovery(void)
     g_assert_cmpuint(vsriov_find_ext_cap(&a.p, PF_BUS, PF_DEVFN,
                                          PCI_EXT_CAP_ID_VNDR), ==, 0);
     g_assert_cmpuint(a.index, ==, 1023);
-    g_assert_cmphex(use_all(&a, SRIOV), ==,
-                    1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
-                    1ull << VIRTIO_ADMIN_CMD_LIST_USE |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
-                    1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE);
+    /* LIST_QUERY and LIST_USE are taken whatever LIST_USE enabled */
+    memset(id, 0, sizeof(id));
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_LIST_USE, SRIOV, 0, id, 8, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_LIST_QUERY, SRIOV, 0, NULL, 0,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
     /* capabilities are the PF's own: the self group type */
     g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
                          NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
+    /*
+     * The SR-IOV group lists them too, and what its LIST_USE enables is
+     * taken for the self group: Linux's virtio_pci keeps one list.
+     */
+    g_assert_cmphex(use_all(&a, SRIOV), ==,
+                    1ull << VIRTIO_ADMIN_CMD_LIST_QUERY |
+                    1ull << VIRTIO_ADMIN_CMD_LIST_USE |
+                    1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
+                    1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
+                    1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET |
+                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
+                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
+                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
+                    1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
+                         NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    /* and a driver that enables them for the self group has them */
+    driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
     use_all(&a, SELF);
     g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
                          NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
@@ -865,6 +893,48 @@ static void test_random_commands_premapped(void)
     random_commands(false);
 }
 
+/* Whether the device used the command queued last (without waiting). */
+static bool answered(Admin *a)
+{
+    return qtest_readw(a->qts, USED + 2) != a->used_idx;
+}
+
+/*
+ * x-sriov-admin-delay, the knob that makes the PF a device that answers
+ * late or never (for the guest driver's tests): a held answer is not in
+ * the used ring, the commands behind it wait, and it comes whole; one
+ * that never comes goes with a queue reset, after which the queue works.
+ */
+static void test_answer_delay(void)
+{
+    uint8_t out[24] = {};
+    Admin a;
+    Res r;
+
+    start_with(&a, false, ",x-sriov-admin-delay=300");
+    stw_le_p(out, VIRTIO_ADMIN_CMD_LIST_QUERY);
+    stw_le_p(out + 2, SRIOV);
+    submit(&a, out, sizeof(out), 8 + sizeof(r.result));
+    /* a quick command: without the delay it is answered in the kick */
+    g_assert_false(answered(&a));
+    collect(&a, 8 + sizeof(r.result), &r);
+    g_assert_cmpuint(r.status, ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 16);
+    g_assert(ldq_le_p(r.result) & 1ull << VIRTIO_ADMIN_CMD_LIST_QUERY);
+    qtest_quit(a.qts);
+
+    start_with(&a, false, ",x-sriov-admin-delay=4294967295");
+    submit(&a, out, sizeof(out), 8 + sizeof(r.result));
+    for (int i = 0; i < 100; i++) {
+        qtest_clock_step(a.qts, 10 * 1000 * 1000);
+        g_assert_false(answered(&a));
+    }
+    /* the driver gives up: a reset takes the command back */
+    driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
+    g_assert_false(answered(&a));
+    qtest_quit(a.qts);
+}
+
 /*
  * A PF reset disables the VFs; their configuration is back to defaults
  * and VSRIOV_VFS_CHANGED says so at once, not at the guest's next config
@@ -939,6 +1009,7 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/admin/prepare", test_prepare);
     qtest_add_func("/vsriov/admin/buffer-sizes", test_buffer_sizes);
     qtest_add_func("/vsriov/admin/pf-reset", test_pf_reset);
+    qtest_add_func("/vsriov/admin/answer-delay", test_answer_delay);
     qtest_add_func("/vsriov/admin/random-commands", test_random_commands);
     qtest_add_func("/vsriov/admin/random-commands-premapped",
                    test_random_commands_premapped);

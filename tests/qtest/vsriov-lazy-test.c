@@ -126,7 +126,7 @@ static void wait_all_returned(QTestState *qts)
 /*
  * The VFs of PF @pf as query-vsriov reports them: each VF's MAC into
  * @macs (if given), and checks that exactly the first @enabled have a
- * backend (b<n>, hubport) and are enabled.
+ * backend (b<n>, hubport, "bound") and are enabled, the others none.
  */
 static void check_vfs(QTestState *qts, int pf, int enabled, char **macs)
 {
@@ -151,10 +151,12 @@ static void check_vfs(QTestState *qts, int pf, int enabled, char **macs)
         g_assert_cmpint(qdict_get_int(vf, "devfn"), ==, i + 1);
         if (i < enabled) {
             g_assert_cmpstr(qdict_get_str(vf, "state"), ==, "enabled");
+            g_assert_cmpstr(qdict_get_str(vf, "backing"), ==, "bound");
             g_assert_cmpstr(qdict_get_str(vf, "backend"), ==, "hubport");
             g_assert_true(qdict_haskey(vf, "netdev"));
         } else {
             g_assert_cmpstr(qdict_get_str(vf, "state"), ==, "disabled");
+            g_assert_cmpstr(qdict_get_str(vf, "backing"), ==, "none");
             g_assert_cmpstr(qdict_get_str(vf, "backend"), ==, "none");
             g_assert_false(qdict_haskey(vf, "netdev"));
         }

@@ -91,9 +91,11 @@ static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts,
 /*
  * Start q35 with a virtual PF at 01:00.0 behind root port 00:02.0: its
  * pool of three hubport backends (@lazy: claimed at VF Enable), a speed
- * of 10000 Mbit/s for the rate checks; ECAM and the bus numbers set up.
+ * of 10000 Mbit/s for the rate checks, and @pf_props (",prop=value..."
+ * or ""); ECAM and the bus numbers set up.
  */
-static inline QTestState *vsriov_start_pf(VsriovPcie *p, bool lazy)
+static inline QTestState *vsriov_start_pf_with(VsriovPcie *p, bool lazy,
+                                               const char *pf_props)
 {
     QTestState *qts = qtest_initf(
         "-M q35 -nodefaults "
@@ -103,10 +105,15 @@ static inline QTestState *vsriov_start_pf(VsriovPcie *p, bool lazy)
         "-netdev hubport,id=b2,hubid=3 "
         "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
         "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-        "speed=10000,duplex=full", lazy ? ",lazy=on" : "");
+        "speed=10000,duplex=full%s", lazy ? ",lazy=on" : "", pf_props);
 
     vsriov_pcie_init(p, qts, 2);
     return qts;
+}
+
+static inline QTestState *vsriov_start_pf(VsriovPcie *p, bool lazy)
+{
+    return vsriov_start_pf_with(p, lazy, "");
 }
 
 /* Offset of a standard capability, or 0. */

@@ -94,6 +94,8 @@ static void assert_vf_states(QTestState *qts, int enabled)
         g_assert_cmpint(qdict_get_int(vf, "devfn"), ==, i + 1);
         g_assert_cmpstr(qdict_get_str(vf, "netdev"), ==, netdev);
         g_assert_cmpstr(qdict_get_str(vf, "backend"), ==, "hubport");
+        /* a premapped pool's VF has its backend, enabled or not */
+        g_assert_cmpstr(qdict_get_str(vf, "backing"), ==, "bound");
         g_assert_cmpstr(qdict_get_str(vf, "state"), ==,
                         i < enabled ? "enabled" : "disabled");
         i++;

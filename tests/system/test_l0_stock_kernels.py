@@ -24,11 +24,10 @@ set-up), and QEMU tracing every administration command.  On each:
 The kernels are fetched by the build, not here: one that could not be
 fetched fails its test with the build's reason.
 
-On today's device the newest kernel fails the kernel-log check, an
-expected failure (strict: it turns into a failure once the device is
-fixed) for the reason MAINLINE_SELF_GROUP gives: its virtio_pci asks for
-the self group's capabilities after using the SR-IOV group's command
-list, and logs the command it then refuses itself."""
+Linux 7.x's virtio_pci asks for the self group's capabilities
+(CAP_ID_LIST_QUERY) only if the SR-IOV group's command list has them: the
+PF lists them there too and takes them for the self group (admin.c's
+admin_enabled()), so that kernel probes with no failed command."""
 import re
 import time
 
@@ -55,15 +54,6 @@ BAD_DMESG = re.compile(r"WARNING:|Oops|BUG:|Call Trace|general protection|cut he
 # (vp_modern_admin_cmd_exec(): "Failed to execute command on admin vq: %d",
 # "admin command error: status(%#x) qualifier(%#x)"), reported apart.
 ADMIN_CMD_FAILED = re.compile(r"Failed to execute command on admin vq|admin command error")
-# Today's finding, on the newest kernel (issue 33): this sentence is the
-# expected failure's reason, until the device changes.
-MAINLINE_SELF_GROUP = (
-    "Linux 7.3's virtio_pci (mainline's is the same) sends the self group's "
-    "CAP_ID_LIST_QUERY only when the SR-IOV group's LIST_QUERY/LIST_USE enabled opcode 0x7, "
-    "and our PF lists 0x7 only in the self group, so the driver refuses the command itself "
-    "(-EOPNOTSUPP) and logs 'Failed to execute command on admin vq: -95' (issue 33).")
-
-
 class AdminCommandFailed(AssertionError):
     """The guest's virtio_pci logged an administration command as failed."""
 
@@ -140,11 +130,7 @@ def tap_counters(host, taps):
     return {t: (int(rx), int(tx)) for t, rx, tx in (ln.split() for ln in out.splitlines())}
 
 
-@pytest.mark.parametrize("name", [
-    "debian12", "debian13",
-    pytest.param("newest", marks=pytest.mark.xfail(strict=True, raises=AdminCommandFailed,
-                                                   reason=MAINLINE_SELF_GROUP)),
-])
+@pytest.mark.parametrize("name", ["debian12", "debian13", "newest"])
 def test_stock_kernel_on_the_virtual_pf(name, netns, guest_factory, artifacts):
     missing = stock.why_missing(name)
     if missing:

@@ -25,6 +25,7 @@ LAYERS = [
     ("PF core", ["vpf.c"]),
     ("VF configuration core", ["vf-config.c"]),
     ("pool providers", ["daemon-pool.c", "vdpa-mem.c"]),
+    ("the daemon pool's connection", ["daemon-client.c"]),
     ("pool interface", ["pool.c"]),
 ]
 
