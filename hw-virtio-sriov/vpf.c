@@ -46,6 +46,8 @@
 #include "qapi/error.h"
 #include "qemu/timer.h"
 #include "qapi/qapi-events-vsriov.h"
+#include "qobject/qobject.h"
+#include "qom/qom-qobject.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/pci_bus.h"
 #include "hw/pci/pcie.h"
@@ -66,18 +68,6 @@ static VsriovPFList vpfs = QTAILQ_HEAD_INITIALIZER(vpfs);
 VsriovPFList *vsriov_pf_list(void)
 {
     return &vpfs;
-}
-
-static VsriovPF *vpf_of(PCIDevice *pf)
-{
-    VsriovPF *vpf;
-
-    QTAILQ_FOREACH(vpf, &vpfs, next) {
-        if (vpf->pf == pf) {
-            return vpf;
-        }
-    }
-    return NULL;
 }
 
 uint16_t vsriov_pf_enabled_vfs(VsriovPF *vpf)
@@ -159,13 +149,15 @@ static void vpf_sync_enabled(VsriovPF *vpf)
     vpf_note_backing(vpf);
 }
 
-static void vpf_config_write(PCIDevice *pf, uint32_t addr, uint32_t val,
-                             int len)
+void vsriov_pf_config_write(VsriovPF *vpf, PCIDevice *pf, uint32_t addr,
+                            uint32_t val, int len, PCIConfigWriteFunc *write)
 {
-    VsriovPF *vpf = vpf_of(pf);
-
+    if (!vpf->pf) {
+        write(pf, addr, val, len);  /* not a virtual PF (or one of its VFs) */
+        return;
+    }
     vpf->in_config_write = true;
-    vpf->parent_config_write(pf, addr, val, len);
+    write(pf, addr, val, len);
     vpf->in_config_write = false;
     vpf_sync_enabled(vpf);
 }
@@ -217,6 +209,15 @@ static bool provider_mac(VsriovPF *vpf, NetClientState *backend,
 }
 
 /*
+ * What a VF takes from its PF: how its DMA is translated and laid out (a
+ * vIOMMU's iommu_platform and ats, packed rings) and its queue sizes, so
+ * that a guest with a vIOMMU translates the VFs' DMA as it does the PF's.
+ */
+static const char *const vf_inherits[] = {
+    "iommu_platform", "ats", "packed", "rx_queue_size", "tx_queue_size",
+};
+
+/*
  * Create and realize VF @index with @backend (NULL: none).  Once the PF's
  * SR-IOV capability exists (a lazy pool's VF made at VF Enable), the VF
  * also gets its VF number, its pool MAC and the IDs pcie_sriov gives VFs.
@@ -240,6 +241,14 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
     }
     /* Its driver may adopt the MACs the PF's driver sets (ADMIN_MAC). */
     qdev_prop_set_bit(DEVICE(vf), "admin_mac", true);
+    for (size_t k = 0; k < ARRAY_SIZE(vf_inherits); k++) {
+        QObject *v = object_property_get_qobject(OBJECT(pf), vf_inherits[k],
+                                                 &error_abort);
+
+        object_property_set_qobject(OBJECT(vf), vf_inherits[k], v,
+                                    &error_abort);
+        qobject_unref(v);
+    }
     /* A VF knows its PF while it is realized: virtio-pci then adds ARI. */
     vf->exp.sriov_vf.pf = pf;
     if (late) {
@@ -993,8 +1002,6 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     vsriov_vf_follow_link(vpf, VIRTIO_NET(vdev));
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
 
-    vpf->parent_config_write = pf->config_write;
-    pf->config_write = vpf_config_write;
     vpf->enabled_vfs = 0;
     for (int r = 0; r < PCI_NUM_REGIONS; r++) {
         vpf->vf_bar_size[r] = vpf->vfs[0]->io_regions[r].size;
@@ -1057,7 +1064,6 @@ void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
     vpf->backing.stage_done = NULL;
     g_clear_pointer(&vpf->backing.noted, g_free);
-    pf->config_write = vpf->parent_config_write;
     if (vpf->reset_bh) {
         qemu_bh_delete(vpf->reset_bh);
         vpf->reset_bh = NULL;

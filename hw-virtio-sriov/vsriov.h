@@ -251,7 +251,6 @@ struct VsriovPF {
     VsriovPFConfig cfg;         /* (vf-config.c) */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
     VsriovPFMigration mig;      /* (migration.c) */
-    PCIConfigWriteFunc *parent_config_write;
     QTAILQ_ENTRY(VsriovPF) next;
 };
 
@@ -263,6 +262,12 @@ struct VsriovPF {
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp);
 void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
+/*
+ * Every config write to the device (@write: its class's), after which a
+ * change in the number of enabled VFs is taken note of.
+ */
+void vsriov_pf_config_write(VsriovPF *vpf, PCIDevice *pf, uint32_t addr,
+                            uint32_t val, int len, PCIConfigWriteFunc *write);
 /* PCIDeviceClass.sriov_prepare_vfs and sriov_vfs_disabled (0008, 0011) */
 int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
 void vsriov_pf_vfs_disabled(VsriovPF *vpf);

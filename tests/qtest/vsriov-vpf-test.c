@@ -329,6 +329,41 @@ static void test_pool_in_use_not_deletable(void)
     qtest_quit(qts);
 }
 
+/*
+ * A VF takes its PF's DMA properties (iommu_platform, ats, packed) and
+ * queue sizes: with a vIOMMU its DMA is translated as the PF's is.
+ */
+static void test_vfs_inherit_dma_properties(void)
+{
+    static const char *const props[] = {
+        "iommu_platform", "ats", "packed", "rx_queue_size", "tx_queue_size",
+    };
+    VsriovPcie p;
+    QTestState *qts = vsriov_start_pf_with(&p, false,
+                                           ",iommu_platform=on,ats=on,"
+                                           "packed=on,rx_queue_size=1024");
+
+    for (int i = 0; i < 3; i++) {
+        g_autofree char *vf = g_strdup_printf("/machine/peripheral/pf0/vf[%d]",
+                                              i);
+
+        for (size_t k = 0; k < ARRAY_SIZE(props); k++) {
+            QDict *pf_r = qtest_qmp(qts, "{ 'execute': 'qom-get', 'arguments':"
+                                    " { 'path': 'pf0', 'property': %s } }",
+                                    props[k]);
+            QDict *vf_r = qtest_qmp(qts, "{ 'execute': 'qom-get', 'arguments':"
+                                    " { 'path': %s, 'property': %s } }",
+                                    vf, props[k]);
+
+            g_assert(qobject_is_equal(qdict_get(pf_r, "return"),
+                                      qdict_get(vf_r, "return")));
+            qobject_unref(pf_r);
+            qobject_unref(vf_r);
+        }
+    }
+    qtest_quit(qts);
+}
+
 static void test_hmp_info(void)
 {
     QTestState *qts = start_vpf("");
@@ -357,5 +392,7 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/vpf/odd-config-writes", test_odd_config_writes);
     qtest_add_func("/vsriov/vpf/pool-in-use", test_pool_in_use_not_deletable);
     qtest_add_func("/vsriov/vpf/hmp-info", test_hmp_info);
+    qtest_add_func("/vsriov/vpf/vfs-inherit-dma-properties",
+                   test_vfs_inherit_dma_properties);
     return g_test_run();
 }
