@@ -33,6 +33,7 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qapi/visitor.h"
 #include "migration/vmstate.h"
 #include "system/runstate.h"
 #include "hw/pci/pci.h"
@@ -81,8 +82,9 @@ struct VsriovAdmin {
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
     VMChangeStateEntry *vm_state;
-    /* testing (x-sriov-admin-delay): each answer held back, in cur */
+    /* testing (x-sriov-admin-delay, x-sriov-admin-hold): answers held */
     QEMUTimer *delay_timer;
+    bool hold;                  /* every answer held until it is cleared */
     bool delayed;               /* cur is answered, its answer held */
     AdminStatusHeld held;
 };
@@ -168,13 +170,13 @@ static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
     size_t in = iov_size(elem->in_sg, elem->in_num);
     size_t done;
 
-    if (a->vpf->admin_delay_ms && !a->delayed) {
+    if ((a->vpf->admin_delay_ms || a->hold) && !a->delayed) {
         a->held.s = s;
         a->held.len = MIN(len, sizeof(a->held.result));
         memcpy(a->held.result, result, a->held.len);
         a->cur = elem;
         a->delayed = true;
-        if (a->vpf->admin_delay_ms != UINT32_MAX) {
+        if (!a->hold && a->vpf->admin_delay_ms != UINT32_MAX) {
             timer_mod(a->delay_timer, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
                       a->vpf->admin_delay_ms);
         }
@@ -670,6 +672,24 @@ static void admin_vm_state(void *opaque, bool running, RunState state)
 
     if (running) {
         qemu_bh_schedule(a->bh);
+        return;
+    }
+    /*
+     * The VM stops (a migration's switch-over, or any stop): the command
+     * that waits for its provider (or whose answer is held) goes back to
+     * the queue, and runs again when the VM runs, here or on a migration's
+     * destination, which applies the whole configuration anyway.  The
+     * provider's late answer to it is dropped (gen).  So a guest that
+     * keeps a command in flight cannot hold its VM's migration.
+     */
+    if (a->cur) {
+        trace_vsriov_admin_requeued(DEVICE(a->vpf->pf)->id, a->cur_opcode);
+        virtqueue_unpop(a->vq, a->cur, 0);
+        g_free(a->cur);
+        a->cur = NULL;
+        a->gen++;
+        a->delayed = false;
+        timer_del(a->delay_timer);
     }
 }
 
@@ -682,10 +702,10 @@ static bool admin_pre_save(void *opaque, Error **errp)
 {
     VsriovAdmin *a = opaque;
 
+    /* (the VM stopped first: a command in flight went back to the queue) */
     if (a->cur) {
         error_setg(errp, "virtual SR-IOV PF '%s': an administration command "
-                   "waits for its pool's provider", DEVICE(a->vpf->pf)->id);
-        error_append_hint(errp, "Migrate again once it has completed.\n");
+                   "is in flight while the VM runs", DEVICE(a->vpf->pf)->id);
         return false;
     }
     return true;
@@ -731,6 +751,31 @@ static const VMStateDescription vmstate_vsriov_admin = {
     }
 };
 
+/* testing: x-sriov-admin-hold, set on a running VM (qom-set) */
+static void admin_get_hold(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    VsriovAdmin *a = opaque;
+    bool hold = a->hold;
+
+    visit_type_bool(v, name, &hold, errp);
+}
+
+static void admin_set_hold(Object *obj, Visitor *v, const char *name,
+                           void *opaque, Error **errp)
+{
+    VsriovAdmin *a = opaque;
+    bool hold;
+
+    if (!visit_type_bool(v, name, &hold, errp)) {
+        return;
+    }
+    a->hold = hold;
+    if (!hold && a->delayed) {
+        admin_delay_timer(a);   /* the held answer goes now */
+    }
+}
+
 void vsriov_admin_init(VsriovPF *vpf)
 {
     VsriovAdmin *a = g_new0(VsriovAdmin, 1);
@@ -749,6 +794,8 @@ void vsriov_admin_init(VsriovPF *vpf)
     admin_reset(a->vdev, a->vq);
     a->vm_state = qemu_add_vm_change_state_handler(admin_vm_state, a);
     vmstate_register(VMSTATE_IF(vpf->pf), 0, &vmstate_vsriov_admin, a);
+    object_property_add(OBJECT(vpf->pf), "x-sriov-admin-hold", "bool",
+                        admin_get_hold, admin_set_hold, NULL, a);
 }
 
 void vsriov_admin_exit(VsriovPF *vpf)
@@ -758,6 +805,7 @@ void vsriov_admin_exit(VsriovPF *vpf)
     if (!a) {
         return;
     }
+    object_property_del(OBJECT(vpf->pf), "x-sriov-admin-hold");
     vmstate_unregister(VMSTATE_IF(vpf->pf), &vmstate_vsriov_admin, a);
     qemu_del_vm_change_state_handler(a->vm_state);
     admin_reset(a->vdev, a->vq);

@@ -239,10 +239,16 @@ static bool vpf_pre_save(void *opaque, Error **errp)
     VsriovPF *vpf = opaque;
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
 
-    if (!QLIST_EMPTY(&vpf->cfg.ops) || vsriov_pf_waits_for_pool(vpf)) {
-        error_setg(errp, "virtual SR-IOV PF '%s': a VF configuration or VF "
-                   "Enable waits for its pool's provider",
-                   DEVICE(vpf->pf)->id);
+    /*
+     * A VF configuration the provider has not answered yet is not in the
+     * record: the guest's command went back to its queue (admin.c) and
+     * runs again on the destination, which applies every VF's whole
+     * configuration after load.  A VF Enable that waits for its backends
+     * cannot be migrated half done.
+     */
+    if (vsriov_pf_waits_for_pool(vpf)) {
+        error_setg(errp, "virtual SR-IOV PF '%s': a VF Enable waits for "
+                   "its pool's provider", DEVICE(vpf->pf)->id);
         error_append_hint(errp, "Migrate again once it has completed.\n");
         return false;
     }

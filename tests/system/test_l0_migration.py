@@ -195,6 +195,35 @@ def test_lazy_pool_migrates(netns, guest_factory):
                                               timeout=30)
 
 
+def test_a_command_in_flight_does_not_hold_the_migration(netns, guest_factory):
+    """A guest whose VF command waits for the device (its answers held:
+    x-sriov-admin-hold, as a provider that does not answer) cannot keep
+    its VM from migrating: when the VM stops, the command goes back to
+    the administration virtqueue (QEMU's trace says so), and the
+    destination runs it and answers it.  The guest's `ip link set`
+    returns 0 there and the destination's QMP has the VLAN."""
+    host, src, pf, dev = configured_vpf(netns, guest_factory, "infl")
+    for e in ("vsriov_admin_cmd", "vsriov_admin_requeued"):
+        src.qmp.execute("trace-event-set-state", {"name": e, "enable": True})
+    src.qmp.execute("qom-set", {"path": "pf0", "property": "x-sriov-admin-hold",
+                                "value": True})
+    src.check(f"(ip link set {dev} vf 1 vlan 7; echo rc=$? > /tmp/set.rc) "
+              "> /tmp/set.log 2>&1 &")
+    # In flight: a command of it reached QEMU, and the guest still waits.
+    deadline = time.monotonic() + 30
+    while "vsriov_admin_cmd PF pf0" not in open(src.qemu_log).read():
+        assert time.monotonic() < deadline, "no administration command reached QEMU"
+        time.sleep(0.1)
+    assert src.run("test -f /tmp/set.rc").status != 0, src.check("cat /tmp/set.log")
+    with destination(src, host) as dst:
+        src.migrate_to(dst)
+        assert "vsriov_admin_requeued PF pf0" in open(src.qemu_log).read()
+        dst.wait_until("test -f /tmp/set.rc", timeout=60)
+        assert dst.check("cat /tmp/set.rc").strip() == "rc=0", dst.check("cat /tmp/set.log")
+        assert qmp_vfs(dst)[1]["config"]["vlan"] == 7
+        assert vf_summary(guest_vfs(dst, dev)[1])["vlan"] == 7
+
+
 def slow_migration(src, dst):
     """Start a migration of src to dst at 200 KB/s (a minute or more for
     this guest) and wait until it is under way."""
