@@ -30,7 +30,9 @@ def checkpatch(script, args):
 
 @pytest.mark.parametrize("patch", KERNEL_PATCHES, ids=os.path.basename)
 def test_kernel_patch_checkpatch_strict(patch):
-    rc, out = checkpatch(KERNEL_CHECKPATCH, ["--strict", patch])
+    # (a Fixes: tag names a mainline commit, which no tree here has)
+    rc, out = checkpatch(KERNEL_CHECKPATCH, ["--strict", "--ignore", "UNKNOWN_COMMIT_ID",
+                                             patch])
     assert rc == 0 and "0 errors, 0 warnings, 0 checks" in out, out
     with open(patch) as f:
         text = f.read()
