@@ -63,7 +63,7 @@ typedef struct AdminStatus {
     uint16_t qualifier;
 } AdminStatus;
 
-/* An answer held back by x-sriov-admin-delay. */
+/* An answer held back (x-sriov-admin-delay, x-sriov-admin-hold). */
 typedef struct AdminStatusHeld {
     AdminStatus s;
     uint8_t result[AVQ_RESULT_MAX];
@@ -114,7 +114,6 @@ static const uint64_t supported[GROUPS] = {
         1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
 };
 
-
 static const AdminStatus st_ok;
 
 static AdminStatus st(uint16_t status, uint16_t qualifier)
@@ -157,8 +156,9 @@ static AdminStatus status_of(int ret)
 
 /*
  * Write status and result into the element's device-writable part.  With
- * x-sriov-admin-delay (testing: a device that answers late, or never),
- * the element stays the queue's current one until the delay is over.
+ * x-sriov-admin-delay or x-sriov-admin-hold (testing: a device that
+ * answers late, or never), the element stays the queue's current one
+ * until the delay is over or the hold is cleared (admin_delay_timer()).
  */
 static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
                            AdminStatus s, const void *result, size_t len)
@@ -547,7 +547,7 @@ out:
     return false;
 }
 
-/* Run what the driver queued, in order, a batch per iteration. */
+/* A held answer goes to the driver now; the queue goes on. */
 static void admin_delay_timer(void *opaque)
 {
     VsriovAdmin *a = opaque;
@@ -559,6 +559,7 @@ static void admin_delay_timer(void *opaque)
     }
 }
 
+/* Run what the driver queued, in order, a batch per iteration. */
 static void admin_bh(void *opaque)
 {
     VsriovAdmin *a = opaque;

@@ -378,9 +378,8 @@ static bool vpf_release_pass(VsriovPF *vpf, int64_t end)
 /* Whether @vpf has backends to give back (vpf_release_pass() would). */
 static bool vpf_releasing(VsriovPF *vpf)
 {
-    for (uint16_t i = MAX(vpf->backing.release_from, vpf_wanted(vpf));
-         i < vpf->num_vfs; i++) {
-        if (vpf->backends[i] && !vpf->vfs[i]->enabled) {
+    for (uint16_t i = vpf->backing.release_from; i < vpf->num_vfs; i++) {
+        if (vsriov_pf_vf_backing(vpf, i) == VSRIOV_VF_BACKING_RELEASING) {
             return true;
         }
     }
