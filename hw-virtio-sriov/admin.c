@@ -45,6 +45,7 @@
 #include "standard-headers/linux/virtio_net.h"
 #include "vsriov.h"
 #include "admin.h"
+#include "eswitch.h"
 #include "trace.h"
 
 #define AVQ_SIZE            64
@@ -81,6 +82,7 @@ struct VsriovAdmin {
     uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
+    uint32_t rep_limit;         /* ... and the eswitch's (representors) */
     VMChangeStateEntry *vm_state;
     /* testing (x-sriov-admin-delay, x-sriov-admin-hold): answers held */
     QEMUTimer *delay_timer;
@@ -113,6 +115,17 @@ static const uint64_t supported[GROUPS] = {
         1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
         1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
 };
+
+/* The resource object commands: a PF with an eswitch (eswitch.c). */
+#define ESW_CMDS    (1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE | \
+                     1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY)
+
+static uint64_t admin_supported(VsriovAdmin *a, uint16_t group)
+{
+    return supported[group] |
+           (group == VIRTIO_ADMIN_GROUP_TYPE_SELF && a->vpf->esw ?
+            ESW_CMDS : 0);
+}
 
 static const AdminStatus st_ok;
 
@@ -380,6 +393,70 @@ static void admin_prepared(VsriovPF *vpf, int ret, Error *err, void *opaque)
     qemu_bh_schedule(a->bh);
 }
 
+/* DRIVER_CAP_SET of the eswitch capability: the driver may take less. */
+static AdminStatus admin_eswitch_cap_set(VsriovAdmin *a,
+                                         const struct vsriov_net_eswitch_cap *d)
+{
+    struct vsriov_net_eswitch_cap dev;
+
+    vsriov_eswitch_cap(a->vpf->esw, &dev);
+    if (le32_to_cpu(d->eswitch_limit) > le32_to_cpu(dev.eswitch_limit) ||
+        le32_to_cpu(d->rep_limit) > le32_to_cpu(dev.rep_limit) ||
+        d->reserved) {
+        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    }
+    a->rep_limit = le32_to_cpu(d->rep_limit);
+    return st_ok;
+}
+
+/*
+ * RESOURCE_OBJ_CREATE and _DESTROY of the eswitch's objects: @data is the
+ * common header, then (CREATE) the flags and the object's own data.
+ */
+static AdminStatus admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
+                                      const uint8_t *data)
+{
+    VsriovESwitch *esw = a->vpf->esw;
+    uint16_t type = lduw_le_p(data);
+    uint32_t id = ldl_le_p(data + 4);
+    Error *err = NULL;
+    int ret;
+
+    if (lduw_le_p(data + 2) ||
+        (type != VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
+         type != VSRIOV_NET_RESOURCE_OBJ_REP) ||
+        (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit)) {
+        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    }
+    if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
+        ret = vsriov_eswitch_destroy(esw, type, id);
+    } else if (ldq_le_p(data + 8)) {
+        ret = -EINVAL;  /* no flags are defined */
+    } else {
+        ret = vsriov_eswitch_create(esw, type, id, data + 16,
+                                    AVQ_DATA_MAX - 16, &err);
+    }
+    if (err) {
+        error_prepend(&err, "virtual SR-IOV PF '%s': representor: ",
+                      DEVICE(a->vpf->pf)->id);
+        vsriov_report_guest_err(err);
+    }
+    switch (ret) {
+    case 0:
+        return st_ok;
+    case -EINVAL:
+    case -ENODEV:
+        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    case -EOPNOTSUPP:
+    case -EEXIST:
+    case -ENOENT:
+    case -EBUSY:
+        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    default:
+        return status_of(ret);  /* EPERM, ENOSPC */
+    }
+}
+
 /*
  * Whether the driver may send @opcode for @group now: LIST_QUERY and
  * LIST_USE always; the others once LIST_USE enabled them for the group.
@@ -393,7 +470,7 @@ static bool admin_enabled(VsriovAdmin *a, uint16_t group, uint16_t opcode)
 {
     uint64_t bit = opcode < 64 ? 1ull << opcode : 0;
 
-    if (!(supported[group] & bit)) {
+    if (!(admin_supported(a, group) & bit)) {
         return false;
     }
     if ((LIST_CMDS & bit) || (a->used[group] & bit)) {
@@ -444,14 +521,14 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
     /* commands about a group type or the PF, VF Enable set or not */
     switch (opcode) {
     case VIRTIO_ADMIN_CMD_LIST_QUERY:
-        stq_le_p(result, supported[group]);
+        stq_le_p(result, admin_supported(a, group));
         rlen = 8;
         goto out;
     case VIRTIO_ADMIN_CMD_LIST_USE: {
         /* (the words after the first name no command of ours) */
         uint64_t use = ldq_le_p(data);
 
-        if (use & ~supported[group]) {
+        if (use & ~admin_supported(a, group)) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
             a->used[group] = use;
@@ -460,11 +537,15 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
     }
     case VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY:
         stq_le_p(result + VSRIOV_NET_MEMBER_CFG_CAP / 64 * 8,
-                 1ull << (VSRIOV_NET_MEMBER_CFG_CAP % 64));
+                 1ull << (VSRIOV_NET_MEMBER_CFG_CAP % 64) |
+                 (vpf->esw ? 1ull << (VSRIOV_NET_ESWITCH_CAP % 64) : 0));
         rlen = AVQ_RESULT_MAX;
         goto out;
     case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
-        if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
+        if (lduw_le_p(data) == VSRIOV_NET_ESWITCH_CAP && vpf->esw) {
+            vsriov_eswitch_cap(vpf->esw, (void *)result);
+            rlen = sizeof(struct vsriov_net_eswitch_cap);
+        } else if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
             member_cfg_cap(vpf, (void *)result);
@@ -473,6 +554,11 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         goto out;
     case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET: {
         struct vsriov_net_member_cfg_cap dev, *drv = (void *)(data + 8);
+
+        if (lduw_le_p(data) == VSRIOV_NET_ESWITCH_CAP && vpf->esw) {
+            s = admin_eswitch_cap_set(a, (void *)(data + 8));
+            goto out;
+        }
 
         member_cfg_cap(vpf, &dev);
         /* the driver may only take less than the device offers */
@@ -486,6 +572,12 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         }
         goto out;
     }
+    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE:
+    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY:
+        s = member ? st(VSRIOV_ADMIN_STATUS_EINVAL,
+                        VSRIOV_ADMIN_Q_INVALID_MEMBER)
+                   : admin_resource_obj(a, opcode, data);
+        goto out;
     case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE: {
         uint16_t num_vfs = lduw_le_p(data);
 
@@ -661,6 +753,16 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
                      1ull << VIRTIO_ADMIN_CMD_LIST_USE;
     }
     member_cfg_cap(a->vpf, &a->driver_cap);
+    if (a->vpf->esw) {
+        struct vsriov_net_eswitch_cap c;
+
+        vsriov_eswitch_cap(a->vpf->esw, &c);
+        a->rep_limit = le32_to_cpu(c.rep_limit);
+        if (!vdev->status) {
+            /* a reset of the device (not of this queue alone): legacy */
+            vsriov_eswitch_reset(a->vpf->esw);
+        }
+    }
 }
 
 /*

@@ -137,6 +137,56 @@ static void pool_release(VsriovPool *pool, const char *id)
     }
 }
 
+static const char *pool_rep_netdev(VsriovPool *pool, const char *id)
+{
+    if (!pool->reps->len) {
+        return NULL;
+    }
+    if (!id) {
+        return "";
+    }
+    for (guint i = 0; i < pool->entries->len; i++) {
+        if (!strcmp(pool_entry(pool, i)->netdev, id)) {
+            return g_ptr_array_index(pool->reps, i);
+        }
+    }
+    return NULL;
+}
+
+const char *vsriov_pool_rep_netdev(VsriovPool *pool, NetClientState *backend)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    return backend && pc->rep_netdev ? pc->rep_netdev(pool, backend->name)
+                                     : NULL;
+}
+
+bool vsriov_pool_has_reps(VsriovPool *pool)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    return pc->rep_netdev && pc->rep_netdev(pool, NULL);
+}
+
+/* A list of netdev ids: none empty, none twice. */
+static bool pool_check_ids(strList *list, const char *prop, Error **errp)
+{
+    for (strList *a = list; a; a = a->next) {
+        if (!*a->value) {
+            error_setg(errp, "vsriov-pool: empty netdev id in '%s'", prop);
+            return false;
+        }
+        for (strList *b = a->next; b; b = b->next) {
+            if (!strcmp(a->value, b->value)) {
+                error_setg(errp, "vsriov-pool: netdev '%s' is listed twice",
+                           a->value);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 static void pool_get_netdevs(Object *obj, Visitor *v, const char *name,
                              void *opaque, Error **errp)
 {
@@ -162,27 +212,50 @@ static void pool_set_netdevs(Object *obj, Visitor *v, const char *name,
                    object_get_canonical_path_component(OBJECT(pool)));
         return;
     }
-    if (!visit_type_strList(v, name, &list, errp)) {
+    if (!visit_type_strList(v, name, &list, errp) ||
+        !pool_check_ids(list, "netdevs", errp)) {
         return;
-    }
-    for (strList *a = list; a; a = a->next) {
-        if (!*a->value) {
-            error_setg(errp, "vsriov-pool: empty netdev id in 'netdevs'");
-            return;
-        }
-        for (strList *b = a->next; b; b = b->next) {
-            if (!strcmp(a->value, b->value)) {
-                error_setg(errp, "vsriov-pool: netdev '%s' is listed twice",
-                           a->value);
-                return;
-            }
-        }
     }
     pool_clear_entries(pool);
     for (strList *a = list; a; a = a->next) {
         VsriovPoolEntry e = { .netdev = g_strdup(a->value) };
 
         g_array_append_val(pool->entries, e);
+    }
+}
+
+static void pool_get_rep_netdevs(Object *obj, Visitor *v, const char *name,
+                                 void *opaque, Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+    strList *list = NULL, **tail = &list;
+
+    for (guint i = 0; i < pool->reps->len; i++) {
+        QAPI_LIST_APPEND(tail, g_strdup(g_ptr_array_index(pool->reps, i)));
+    }
+    visit_type_strList(v, name, &list, errp);
+    qapi_free_strList(list);
+}
+
+static void pool_set_rep_netdevs(Object *obj, Visitor *v, const char *name,
+                                 void *opaque, Error **errp)
+{
+    VsriovPool *pool = VSRIOV_POOL(obj);
+    g_autoptr(strList) list = NULL;
+
+    if (QTAILQ_IN_USE(pool, next)) {
+        error_setg(errp, "vsriov-pool '%s': 'rep-netdevs' cannot change "
+                   "once the pool exists",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        return;
+    }
+    if (!visit_type_strList(v, name, &list, errp) ||
+        !pool_check_ids(list, "rep-netdevs", errp)) {
+        return;
+    }
+    g_ptr_array_set_size(pool->reps, 0);
+    for (strList *a = list; a; a = a->next) {
+        g_ptr_array_add(pool->reps, g_strdup(a->value));
     }
 }
 
@@ -213,6 +286,26 @@ static void pool_complete(UserCreatable *uc, Error **errp)
                    "in 'netdevs'",
                    object_get_canonical_path_component(OBJECT(pool)));
         return;
+    }
+    if (pool->reps->len && pool->reps->len != pool->entries->len) {
+        error_setg(errp, "vsriov-pool '%s' has %u backends in 'netdevs' "
+                   "and %u in 'rep-netdevs': one representor backend per "
+                   "VF backend",
+                   object_get_canonical_path_component(OBJECT(pool)),
+                   pool->entries->len, pool->reps->len);
+        return;
+    }
+    for (guint i = 0; i < pool->reps->len; i++) {
+        for (guint j = 0; j < pool->entries->len; j++) {
+            if (!strcmp(g_ptr_array_index(pool->reps, i),
+                        pool_entry(pool, j)->netdev)) {
+                error_setg(errp, "vsriov-pool '%s': netdev '%s' is in "
+                           "both 'netdevs' and 'rep-netdevs'",
+                           object_get_canonical_path_component(OBJECT(pool)),
+                           pool_entry(pool, j)->netdev);
+                return;
+            }
+        }
     }
     QTAILQ_INSERT_TAIL(&pools, pool, next);
 }
@@ -252,6 +345,7 @@ static void pool_instance_init(Object *obj)
     VsriovPool *pool = VSRIOV_POOL(obj);
 
     pool->entries = g_array_new(false, true, sizeof(VsriovPoolEntry));
+    pool->reps = g_ptr_array_new_with_free_func(g_free);
 }
 
 static void pool_instance_finalize(Object *obj)
@@ -267,6 +361,7 @@ static void pool_instance_finalize(Object *obj)
     }
     pool_clear_entries(pool);
     g_array_free(pool->entries, true);
+    g_ptr_array_free(pool->reps, true);
 }
 
 static void pool_class_init(ObjectClass *oc, const void *data)
@@ -280,12 +375,19 @@ static void pool_class_init(ObjectClass *oc, const void *data)
     pc->claim = pool_claim;
     pc->release = pool_release;
     pc->unusable = pool_unusable;
+    pc->rep_netdev = pool_rep_netdev;
 
     object_class_property_add(oc, "netdevs", "strList",
                               pool_get_netdevs, pool_set_netdevs,
                               NULL, NULL);
     object_class_property_set_description(oc, "netdevs",
         "ids of -netdev backends, one per VF");
+    object_class_property_add(oc, "rep-netdevs", "strList",
+                              pool_get_rep_netdevs, pool_set_rep_netdevs,
+                              NULL, NULL);
+    object_class_property_set_description(oc, "rep-netdevs",
+        "ids of -netdev backends, one per entry of 'netdevs': the host "
+        "side of that VF's representor in switchdev mode");
     object_class_property_add_bool(oc, "lazy", pool_get_lazy, pool_set_lazy);
     object_class_property_set_description(oc, "lazy",
         "claim backends when the guest enables VFs, not when the PF is "

@@ -19,6 +19,7 @@
 #include "hw/virtio/virtio-pci.h"
 #include "net/net.h"
 #include "vsriov.h"
+#include "eswitch.h"
 
 static const char *backend_type(NetClientState *nc, bool lazy)
 {
@@ -71,6 +72,23 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
     info->backing = vsriov_pf_vf_backing(vpf, i);
     info->config = vf_config_info(vpf, i);
     info->link_up = !qemu_get_queue(n->nic)->link_down;
+    if (vpf->esw) {
+        VsriovRepStats st;
+        const char *netdev;
+        uint16_t id;
+
+        if (vsriov_eswitch_vf_rep(vpf->esw, i, &id, &netdev, &st)) {
+            info->representor = g_new0(VsriovRepInfo, 1);
+            info->representor->id = id;
+            info->representor->netdev = g_strdup(netdev);
+            info->representor->rx_packets = st.rx_packets;
+            info->representor->rx_bytes = st.rx_bytes;
+            info->representor->rx_dropped = st.rx_dropped;
+            info->representor->tx_packets = st.tx_packets;
+            info->representor->tx_bytes = st.tx_bytes;
+            info->representor->tx_dropped = st.tx_dropped;
+        }
+    }
     return info;
 }
 
@@ -95,6 +113,12 @@ VsriovPFInfoList *qmp_query_vsriov(Error **errp)
                           PCI_SRIOV_CTRL_VFE;
         for (uint16_t i = 0; i < vpf->num_vfs; i++) {
             QAPI_LIST_APPEND(vtail, vf_info(vpf, i, enabled));
+        }
+        if (vpf->esw) {
+            info->has_eswitch_mode = true;
+            info->eswitch_mode = vsriov_eswitch_switchdev(vpf->esw) ?
+                                 VSRIOV_ESWITCH_MODE_SWITCHDEV :
+                                 VSRIOV_ESWITCH_MODE_LEGACY;
         }
         QAPI_LIST_APPEND(tail, info);
     }
@@ -142,9 +166,12 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
         VsriovPFInfo *pf = p->value;
 
         monitor_printf(mon, "PF %s (%s): pool %s, TotalVFs %u, NumVFs %u, "
-                       "VF Enable %s\n", pf->id, pf->qom_path, pf->pool,
+                       "VF Enable %s%s%s\n", pf->id, pf->qom_path, pf->pool,
                        pf->total_vfs, pf->num_vfs,
-                       pf->vf_enable ? "on" : "off");
+                       pf->vf_enable ? "on" : "off",
+                       pf->has_eswitch_mode ? ", eswitch " : "",
+                       pf->has_eswitch_mode ?
+                       VsriovEswitchMode_str(pf->eswitch_mode) : "");
         for (VsriovVFInfoList *v = pf->vfs; v; v = v->next) {
             VsriovVFInfo *vf = v->value;
 
@@ -163,6 +190,15 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
                            vf->config->min_tx_rate, vf->config->max_tx_rate,
                            vf->config->mac ? ", admin mac " : "",
                            vf->config->mac ?: "");
+            if (vf->representor) {
+                VsriovRepInfo *r = vf->representor;
+
+                monitor_printf(mon, "    representor %u on netdev %s: rx %"
+                               PRIu64 " (dropped %" PRIu64 "), tx %" PRIu64
+                               " (dropped %" PRIu64 ")\n", r->id, r->netdev,
+                               r->rx_packets, r->rx_dropped, r->tx_packets,
+                               r->tx_dropped);
+            }
         }
     }
     for (VsriovPoolInfoList *p = pools; p; p = p->next) {

@@ -154,6 +154,13 @@ struct VsriovPoolClass {
                            uint8_t token[VSRIOV_HANDOVER_SIZE]);
     void (*set_incoming_handover)(VsriovPool *pool,
                                   const uint8_t token[VSRIOV_HANDOVER_SIZE]);
+    /*
+     * Optional: the id of the netdev that is the host side of the
+     * representor of the VF whose backend is netdev @id (switchdev mode,
+     * eswitch.c), or NULL if the pool gives that VF none.  @id NULL: whether
+     * it gives any VF one (non-NULL then, not a netdev id).
+     */
+    const char *(*rep_netdev)(VsriovPool *pool, const char *id);
 };
 
 /*
@@ -162,6 +169,10 @@ struct VsriovPoolClass {
  */
 void vsriov_pool_use(VsriovPool *pool);
 void vsriov_pool_unuse(VsriovPool *pool);
+/* VsriovPoolClass.rep_netdev, for the VF whose backend is @backend */
+const char *vsriov_pool_rep_netdev(VsriovPool *pool,
+                                   NetClientState *backend);
+bool vsriov_pool_has_reps(VsriovPool *pool);
 
 typedef struct VsriovPoolEntry {
     char *netdev;       /* -netdev id */
@@ -172,6 +183,7 @@ struct VsriovPool {
     Object parent_obj;
 
     GArray *entries;    /* of VsriovPoolEntry */
+    GPtrArray *reps;    /* representor backends' netdev ids, per entry */
     bool lazy;          /* backends claimed at VF Enable, not at PF realize */
     unsigned users;     /* virtual PFs that take backends from it */
     QTAILQ_ENTRY(VsriovPool) next;
@@ -180,6 +192,7 @@ struct VsriovPool {
 typedef struct VsriovVFConfigOp VsriovVFConfigOp; /* vf-config.c */
 typedef struct VsriovClaim VsriovClaim;         /* vpf.c */
 typedef struct VsriovAdmin VsriovAdmin;         /* admin.c */
+typedef struct VsriovESwitch VsriovESwitch;     /* eswitch.c */
 typedef struct VsriovPF VsriovPF;
 /* A staging's end (vsriov_pf_stage_vfs()): @err is the callee's. */
 typedef void VsriovStageDone(VsriovPF *vpf, int ret, Error *err,
@@ -234,6 +247,7 @@ struct VsriovPF {
     VsriovPool *pool;
     uint16_t total_vfs;     /* 0: as many as the pool has free */
     uint32_t admin_delay_ms;    /* testing: answers held back (max: never) */
+    bool eswitch;           /* switchdev mode offered (representor queues) */
 
     /* runtime */
     PCIDevice *pf;
@@ -250,6 +264,7 @@ struct VsriovPF {
     uint16_t sriov_cap;
     VsriovPFConfig cfg;         /* (vf-config.c) */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
+    VsriovESwitch *esw;     /* switchdev mode (eswitch.c), with eswitch */
     VsriovPFMigration mig;      /* (migration.c) */
     QTAILQ_ENTRY(VsriovPF) next;
 };

@@ -123,6 +123,30 @@ BAD = [
     ("lazy-not-a-bool",
      ROOT_PORT + backends(1) + ["-object", "vsriov-pool,id=p0,lazy=sometimes,netdevs=b0"],
      "Parameter 'lazy' expects 'on' or 'off'"),
+    ("eswitch-without-pool",
+     ROOT_PORT + ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-eswitch=on"],
+     "sriov-eswitch=on needs sriov-pool"),
+    ("eswitch-pool-without-reps",
+     ROOT_PORT + backends(1) + pool(["b0"]) +
+     ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,sriov-eswitch=on"],
+     "sriov-eswitch=on: pool 'p0' gives no representor backends (rep-netdevs)"),
+    ("eswitch-multiqueue-pf",
+     ROOT_PORT + backends(2) +
+     ["-netdev", "tap,id=mq,queues=2,ifname=vsriovmq0,script=no,downscript=no",
+      "-object", "vsriov-pool,id=p0,netdevs=b0,rep-netdevs=b1",
+      "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=mq,mq=on,sriov-pool=p0,"
+                 "sriov-eswitch=on"],
+     "sriov-eswitch=on needs a PF with one queue pair (its netdev has 2)"),
+    ("reps-fewer-than-netdevs",
+     ROOT_PORT + backends(3) +
+     ["-object", "vsriov-pool,id=p0,netdevs=b0,netdevs=b1,rep-netdevs=b2"],
+     "vsriov-pool 'p0' has 2 backends in 'netdevs' and 1 in 'rep-netdevs': "
+     "one representor backend per VF backend"),
+    ("rep-is-a-vf-backend",
+     ROOT_PORT + backends(2) +
+     ["-object", "vsriov-pool,id=p0,netdevs=b0,netdevs=b1,rep-netdevs=b1,"
+                 "rep-netdevs=b0"],
+     "vsriov-pool 'p0': netdev 'b1' is in both 'netdevs' and 'rep-netdevs'"),
     ("with-sriov-pf-vfs",
      ROOT_PORT + backends(2) + pool(["b0"]) +
      ["-device", "virtio-net-pci,bus=rp0,addr=0.1,netdev=b1,sriov-pf=pf0",
@@ -148,6 +172,25 @@ def test_bad_configuration_is_refused(name, args, sentence):
     assert first.startswith("qemu-system-x86_64: ") and first.endswith(": " + sentence), \
         f"{name}: expected the sentence '{sentence}', got:\n{p.stderr}"
     assert rest == HINTS.get(name, ""), f"{name}: more than one error:\n{p.stderr}"
+
+
+def test_eswitch_pf_starts_in_legacy_mode():
+    """A PF with sriov-eswitch=on and a pool with representor backends
+    starts in legacy mode, no VF with a representor; without it, QMP says
+    no mode at all."""
+    p, (pfs,) = qemu(ROOT_PORT + backends(4) +
+                     ["-object", "vsriov-pool,id=p0,netdevs=b0,netdevs=b1,"
+                                 "rep-netdevs=b2,rep-netdevs=b3",
+                      "-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0,"
+                                 "sriov-eswitch=on"], ["query-vsriov"])
+    assert p.returncode == 0, p.stderr
+    assert pfs[0]["eswitch-mode"] == "legacy"
+    assert [vf.get("representor") for vf in pfs[0]["vfs"]] == [None, None]
+    p, (pfs,) = qemu(ROOT_PORT + backends(1) + pool(["b0"]) +
+                     ["-device", "virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0"],
+                     ["query-vsriov"])
+    assert p.returncode == 0, p.stderr
+    assert "eswitch-mode" not in pfs[0]
 
 
 def test_pool_naming_a_missing_netdev_starts_with_a_warning():

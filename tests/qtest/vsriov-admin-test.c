@@ -28,6 +28,7 @@
 #include "standard-headers/linux/virtio_ring.h"
 #include "vsriov-pcie.h"
 #include "admin.h"
+#include "eswitch.h"
 
 #define PF_BUS          1               /* the PF: 01:00.0 */
 #define PF_DEVFN        0
@@ -48,6 +49,14 @@ typedef struct Admin {
     uint16_t notify_off;
     uint16_t avail_idx, used_idx;
 } Admin;
+
+/* A split virtqueue of the PF's other than the admin queue. */
+typedef struct Ring {
+    uint16_t index;
+    uint64_t desc, avail, used;         /* 4 KiB each, then buffers */
+    uint16_t notify_off;
+    uint16_t avail_idx, used_idx;
+} Ring;
 
 typedef struct Res {
     uint16_t status, qualifier;
@@ -124,8 +133,34 @@ static uint64_t common_reg(Admin *a, unsigned off)
     return a->common + off;
 }
 
-/* Reset, negotiate @features, set up the admin queue, DRIVER_OK. */
-static void driver_start(Admin *a, uint64_t features)
+static void ring_setup(Admin *a, Ring *q)
+{
+    QTestState *qts = a->qts;
+
+    qtest_writew(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_SELECT), q->index);
+    g_assert_cmpuint(qtest_readw(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_SIZE)),
+                     >=, QSIZE);
+    qtest_writew(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_SIZE), QSIZE);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_DESCLO), q->desc);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_DESCHI), 0);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_AVAILLO), q->avail);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_AVAILHI), 0);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_USEDLO), q->used);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_USEDHI), 0);
+    q->notify_off = qtest_readw(qts, common_reg(a,
+                                VIRTIO_PCI_COMMON_Q_NOFF));
+    qtest_memset(qts, q->avail, 0, 0x1000);
+    qtest_memset(qts, q->used, 0, 0x1000);
+    q->avail_idx = q->used_idx = 0;
+    qtest_writew(qts, common_reg(a, VIRTIO_PCI_COMMON_Q_ENABLE), 1);
+}
+
+/*
+ * Reset, negotiate @features and feature word 2 @features2, set up the
+ * admin queue and @n other queues @rings, DRIVER_OK.
+ */
+static void driver_start_rings(Admin *a, uint64_t features,
+                               uint32_t features2, Ring **rings, int n)
 {
     QTestState *qts = a->qts;
     uint64_t have;
@@ -141,6 +176,8 @@ static void driver_start(Admin *a, uint64_t features)
     qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_GF), features);
     qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_GFSELECT), 1);
     qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_GF), features >> 32);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_GFSELECT), 2);
+    qtest_writel(qts, common_reg(a, VIRTIO_PCI_COMMON_GF), features2);
     qtest_writeb(qts, common_reg(a, VIRTIO_PCI_COMMON_STATUS),
                  VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
                  VIRTIO_CONFIG_S_FEATURES_OK);
@@ -166,9 +203,17 @@ static void driver_start(Admin *a, uint64_t features)
     qtest_memset(qts, AVAIL, 0, 0x1000);
     qtest_memset(qts, USED, 0, 0x1000);
     a->avail_idx = a->used_idx = 0;
+    for (int i = 0; i < n; i++) {
+        ring_setup(a, rings[i]);
+    }
     qtest_writeb(qts, common_reg(a, VIRTIO_PCI_COMMON_STATUS),
                  VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
                  VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+static void driver_start(Admin *a, uint64_t features)
+{
+    driver_start_rings(a, features, 0, NULL, 0);
 }
 
 static void start_with(Admin *a, bool lazy, const char *pf_props)
@@ -997,6 +1042,373 @@ static void test_pf_reset(void)
     qtest_quit(a.qts);
 }
 
+/* Switchdev mode: the eswitch and representor objects (eswitch.c) */
+
+#define REP_RX_BASE     0x200000ULL     /* representor 0's queues */
+#define REP_TX_BASE     0x210000ULL
+#define REP_BUF         0x208000ULL     /* (in each ring's area) */
+#define F2_ESWITCH      (1u << (VSRIOV_NET_F_ESWITCH - 64))
+
+static uint16_t obj(Admin *a, uint16_t opcode, uint16_t type, uint32_t id,
+                    uint64_t flags, const void *data, size_t len, Res *r)
+{
+    uint8_t d[16 + 16] = {};
+
+    g_assert_cmpuint(len, <=, 16);
+    stw_le_p(d, type);
+    stl_le_p(d + 4, id);
+    stq_le_p(d + 8, flags);
+    if (data) {
+        memcpy(d + 16, data, len);
+    }
+    return run(a, opcode, SELF, 0, d,
+               opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE ? 16 + len : 8,
+               r);
+}
+
+static uint16_t rep_create(Admin *a, uint32_t id, uint32_t member,
+                           uint16_t esw_id, Res *r)
+{
+    struct vsriov_net_resource_obj_rep rep = {
+        .eswitch_id = cpu_to_le16(esw_id),
+        .member_id = cpu_to_le32(member),
+    };
+
+    return obj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+               VSRIOV_NET_RESOURCE_OBJ_REP, id, 0, &rep, sizeof(rep), r);
+}
+
+static uint16_t esw_create(Admin *a, Res *r)
+{
+    return obj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+               VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, 0, NULL, 8, r);
+}
+
+static uint16_t obj_destroy(Admin *a, uint16_t type, uint32_t id, Res *r)
+{
+    return obj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY, type, id, 0, NULL,
+               0, r);
+}
+
+static const char *qmp_eswitch_mode(QTestState *qts)
+{
+    static char mode[16];
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-vsriov' }");
+    QDict *pf = qobject_to(QDict, qlist_peek(qdict_get_qlist(resp,
+                                                             "return")));
+
+    if (qdict_haskey(pf, "eswitch-mode")) {
+        g_strlcpy(mode, qdict_get_str(pf, "eswitch-mode"), sizeof(mode));
+    } else {
+        g_strlcpy(mode, "absent", sizeof(mode));
+    }
+    qobject_unref(resp);
+    return mode;
+}
+
+/* VF @index's representor (a new reference), or NULL. */
+static QDict *qmp_vf_rep(QTestState *qts, int index)
+{
+    QDict *vf = qmp_vf(qts, index);
+    QDict *rep = qdict_haskey(vf, "representor") ?
+                 qdict_get_qdict(vf, "representor") : NULL;
+
+    qobject_ref(rep);
+    qobject_unref(vf);
+    return rep;
+}
+
+static void ring_kick(Admin *a, Ring *q)
+{
+    qtest_writew(a->qts, a->notify + q->notify_off * a->notify_mult,
+                 q->index);
+}
+
+/* One buffer of @len bytes at @addr, device-writable if @in. */
+static void ring_add(Admin *a, Ring *q, uint64_t addr, uint32_t len, bool in)
+{
+    int i = q->avail_idx % QSIZE;
+
+    qtest_writeq(a->qts, q->desc + i * 16, addr);
+    qtest_writel(a->qts, q->desc + i * 16 + 8, len);
+    qtest_writew(a->qts, q->desc + i * 16 + 12, in ? VRING_DESC_F_WRITE : 0);
+    qtest_writew(a->qts, q->avail + 4 + i * 2, i);
+    q->avail_idx++;
+    qtest_writew(a->qts, q->avail + 2, q->avail_idx);
+    ring_kick(a, q);
+}
+
+/* Wait for the device to use the next buffer: its used length. */
+static uint32_t ring_used(Admin *a, Ring *q)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t len;
+
+    while (qtest_readw(a->qts, q->used + 2) == q->used_idx) {
+        g_assert(g_get_monotonic_time() < deadline);
+        qtest_clock_step(a->qts, 100);
+    }
+    len = qtest_readl(a->qts, q->used + 8 + (q->used_idx % QSIZE) * 8);
+    q->used_idx++;
+    return len;
+}
+
+static void start_eswitch(Admin *a, int *sock, uint32_t features2,
+                          Ring *rx, Ring *tx)
+{
+    Ring *rings[] = { rx, tx };
+    int sv[2];
+    g_autofree char *args = NULL;
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    args = g_strdup_printf("-netdev socket,id=r0,fd=%d "
+                           "-netdev hubport,id=r1,hubid=5 "
+                           "-netdev hubport,id=r2,hubid=6", sv[1]);
+    a->qts = vsriov_start_pf_full(&a->p, false,
+                                  ",rep-netdevs=r0,rep-netdevs=r1,"
+                                  "rep-netdevs=r2", ",sriov-eswitch=on", args);
+    close(sv[1]);
+    *sock = sv[0];
+    map_pf(a);
+    find_structures(a);
+    /* representor 0: receive queue 3, transmit queue 4 */
+    *rx = (Ring) { .index = 3, .desc = REP_RX_BASE,
+                   .avail = REP_RX_BASE + 0x1000,
+                   .used = REP_RX_BASE + 0x2000 };
+    *tx = (Ring) { .index = 4, .desc = REP_TX_BASE,
+                   .avail = REP_TX_BASE + 0x1000,
+                   .used = REP_TX_BASE + 0x2000 };
+    driver_start_rings(a, 1ull << VIRTIO_F_VERSION_1 |
+                       1ull << VIRTIO_F_ADMIN_VQ |
+                       1ull << VIRTIO_NET_F_CTRL_VQ, features2,
+                       rings, 2);
+}
+
+/* Discovery, the objects' rules, and a reset back to legacy mode. */
+static void test_eswitch_objects(void)
+{
+    struct vsriov_net_eswitch_cap cap;
+    uint8_t id[8] = {};
+    QDict *rep, *ev;
+    Ring rx, tx;
+    Admin a;
+    Res r;
+    int sock;
+
+    start_eswitch(&a, &sock, F2_ESWITCH, &rx, &tx);
+    g_assert_cmphex(use_all(&a, SELF) & (1ull << 0xa | 1ull << 0xd), ==,
+                    1ull << 0xa | 1ull << 0xd);
+    use_all(&a, SRIOV);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
+                         NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_true(r.result[VSRIOV_NET_ESWITCH_CAP / 8] &
+                  1u << (VSRIOV_NET_ESWITCH_CAP % 8));
+    stw_le_p(id, VSRIOV_NET_ESWITCH_CAP);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DEVICE_CAP_GET, SELF, 0, id, 8,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + sizeof(cap));
+    memcpy(&cap, r.result, sizeof(cap));
+    g_assert_cmpuint(le32_to_cpu(cap.eswitch_limit), ==, 1);
+    g_assert_cmpuint(le32_to_cpu(cap.rep_limit), ==, 3);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+
+    /* switchdev mode; no representor while VF Enable is clear */
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "switchdev");
+    g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+
+    set_vfs(&a, 2);
+    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    qobject_unref(ev);
+    /* bad fields: nothing is created */
+    g_assert_cmpuint(rep_create(&a, 0, 3, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);      /* member > NumVFs */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(rep_create(&a, 0, 0, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);      /* member 0 */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(rep_create(&a, 3, 1, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);      /* id >= rep_limit */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(rep_create(&a, 0, 1, 1, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);      /* no eswitch 1 */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                         VSRIOV_NET_RESOURCE_OBJ_REP, 0, 1, NULL, 16, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);  /* flags */
+    g_assert_cmpuint(obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE, 0x0200, 0,
+                         0, NULL, 16, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);  /* not ours */
+    g_assert_null(qmp_vf_rep(a.qts, 0));
+
+    g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    rep = qmp_vf_rep(a.qts, 0);
+    g_assert_nonnull(rep);
+    g_assert_cmpint(qdict_get_int(rep, "id"), ==, 0);
+    g_assert_cmpstr(qdict_get_str(rep, "netdev"), ==, "r0");
+    qobject_unref(rep);
+    /* one representor per VF, one VF per representor */
+    g_assert_cmpuint(rep_create(&a, 1, 1, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(rep_create(&a, 0, 2, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    /* the eswitch goes last */
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "switchdev");
+    g_assert_cmpuint(rep_create(&a, 2, 2, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 2, &r), ==,
+                     VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 2, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_null(qmp_vf_rep(a.qts, 1));
+
+    /* a reset of the PF: legacy mode, the representor's backend free */
+    qobject_unref(qtest_qmp(a.qts, "{ 'execute': 'system_reset' }"));
+    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    qobject_unref(ev);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+    g_assert_null(qmp_vf_rep(a.qts, 0));
+    close(sock);
+    qtest_quit(a.qts);
+}
+
+/* A driver that did not negotiate VIRTIO_NET_F_ESWITCH gets no objects. */
+static void test_eswitch_not_negotiated(void)
+{
+    Ring rx, tx;
+    Admin a;
+    Res r;
+    int sock;
+
+    start_eswitch(&a, &sock, 0, &rx, &tx);
+    use_all(&a, SELF);
+    g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+    close(sock);
+    qtest_quit(a.qts);
+}
+
+/* Without sriov-eswitch: no commands, no capability, no mode. */
+static void test_eswitch_off(void)
+{
+    Admin a;
+    Res r;
+
+    start(&a, false);
+    g_assert_cmphex(use_all(&a, SELF) & (1ull << 0xa | 1ull << 0xd), ==, 0);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
+                         NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_false(r.result[VSRIOV_NET_ESWITCH_CAP / 8] &
+                   1u << (VSRIOV_NET_ESWITCH_CAP % 8));
+    g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "absent");
+    qtest_quit(a.qts);
+}
+
+/* The stream netdev's framing: a big-endian length, then the frame. */
+static void sock_send(int sock, const uint8_t *frame, uint32_t len)
+{
+    uint32_t be = cpu_to_be32(len);
+
+    g_assert_cmpint(write(sock, &be, 4), ==, 4);
+    g_assert_cmpint(write(sock, frame, len), ==, len);
+}
+
+static uint32_t sock_recv(Admin *a, int sock, uint8_t *frame, uint32_t max)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    uint32_t be;
+    ssize_t n;
+
+    g_unix_set_fd_nonblocking(sock, true, NULL);
+    while ((n = read(sock, &be, 4)) < 0 && errno == EAGAIN) {
+        g_assert(g_get_monotonic_time() < deadline);
+        qtest_clock_step(a->qts, 100);
+    }
+    g_assert_cmpint(n, ==, 4);
+    g_unix_set_fd_nonblocking(sock, false, NULL);
+    g_assert_cmpuint(be32_to_cpu(be), <=, max);
+    g_assert_cmpint(read(sock, frame, be32_to_cpu(be)), ==, be32_to_cpu(be));
+    return be32_to_cpu(be);
+}
+
+/* Frames both ways through representor 0 and its host backend. */
+static void test_eswitch_datapath(void)
+{
+    uint8_t frame[60], got[64], hdr[12];
+    QDict *rep;
+    Ring rx, tx;
+    Admin a;
+    Res r;
+    int sock;
+
+    for (int i = 0; i < sizeof(frame); i++) {
+        frame[i] = i * 7 + 1;
+    }
+    start_eswitch(&a, &sock, F2_ESWITCH, &rx, &tx);
+    use_all(&a, SELF);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 2);
+    qobject_unref(qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED"));
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+
+    /* host -> representor: the header, then the frame */
+    ring_add(&a, &rx, REP_RX_BASE + 0x3000, 12 + 1522, true);
+    sock_send(sock, frame, sizeof(frame));
+    g_assert_cmpuint(ring_used(&a, &rx), ==, 12 + sizeof(frame));
+    qtest_memread(a.qts, REP_RX_BASE + 0x3000, hdr, 12);
+    g_assert_cmpuint(hdr[0], ==, 0);                    /* flags */
+    g_assert_cmpuint(hdr[1], ==, VIRTIO_NET_HDR_GSO_NONE);
+    g_assert_cmpuint(lduw_le_p(hdr + 10), ==, 1);       /* num_buffers */
+    qtest_memread(a.qts, REP_RX_BASE + 0x3000 + 12, got, sizeof(frame));
+    g_assert_cmpmem(got, sizeof(frame), frame, sizeof(frame));
+
+    /* a buffer too small: the frame is dropped and counted */
+    ring_add(&a, &rx, REP_RX_BASE + 0x3000, 12 + 20, true);
+    sock_send(sock, frame, sizeof(frame));
+    g_assert_cmpuint(ring_used(&a, &rx), ==, 0);
+
+    /* representor -> host: the header is not sent */
+    qtest_memset(a.qts, REP_TX_BASE + 0x3000, 0, 12);
+    frame[0] ^= 0xff;
+    qtest_memwrite(a.qts, REP_TX_BASE + 0x3000 + 12, frame, sizeof(frame));
+    ring_add(&a, &tx, REP_TX_BASE + 0x3000, 12 + sizeof(frame), false);
+    g_assert_cmpuint(ring_used(&a, &tx), ==, 0);
+    g_assert_cmpuint(sock_recv(&a, sock, got, sizeof(got)), ==,
+                     sizeof(frame));
+    g_assert_cmpmem(got, sizeof(frame), frame, sizeof(frame));
+
+    rep = qmp_vf_rep(a.qts, 0);
+    g_assert_cmpint(qdict_get_int(rep, "rx-packets"), ==, 1);
+    g_assert_cmpint(qdict_get_int(rep, "rx-bytes"), ==, sizeof(frame));
+    g_assert_cmpint(qdict_get_int(rep, "rx-dropped"), ==, 1);
+    g_assert_cmpint(qdict_get_int(rep, "tx-packets"), ==, 1);
+    g_assert_cmpint(qdict_get_int(rep, "tx-dropped"), ==, 0);
+    qobject_unref(rep);
+
+    /* the representor gone: what the driver sends goes nowhere */
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 0, &r), ==,
+                     VIRTIO_ADMIN_STATUS_OK);
+    ring_add(&a, &tx, REP_TX_BASE + 0x3000, 12 + sizeof(frame), false);
+    g_assert_cmpuint(ring_used(&a, &tx), ==, 0);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+    close(sock);
+    qtest_quit(a.qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1009,6 +1421,11 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/admin/prepare", test_prepare);
     qtest_add_func("/vsriov/admin/buffer-sizes", test_buffer_sizes);
     qtest_add_func("/vsriov/admin/pf-reset", test_pf_reset);
+    qtest_add_func("/vsriov/admin/eswitch-objects", test_eswitch_objects);
+    qtest_add_func("/vsriov/admin/eswitch-not-negotiated",
+                   test_eswitch_not_negotiated);
+    qtest_add_func("/vsriov/admin/eswitch-off", test_eswitch_off);
+    qtest_add_func("/vsriov/admin/eswitch-datapath", test_eswitch_datapath);
     qtest_add_func("/vsriov/admin/answer-delay", test_answer_delay);
     qtest_add_func("/vsriov/admin/random-commands", test_random_commands);
     qtest_add_func("/vsriov/admin/random-commands-premapped",

@@ -94,21 +94,34 @@ static inline void vsriov_pcie_init(VsriovPcie *p, QTestState *qts,
  * of 10000 Mbit/s for the rate checks, and @pf_props (",prop=value..."
  * or ""); ECAM and the bus numbers set up.
  */
-static inline QTestState *vsriov_start_pf_with(VsriovPcie *p, bool lazy,
-                                               const char *pf_props)
+/*
+ * A PF with 3 VFs from a pool of hub ports: @pool_props and @pf_props are
+ * appended to the pool's and the PF's options, @args to the command line.
+ */
+static inline QTestState *vsriov_start_pf_full(VsriovPcie *p, bool lazy,
+                                               const char *pool_props,
+                                               const char *pf_props,
+                                               const char *args)
 {
     QTestState *qts = qtest_initf(
         "-M q35 -nodefaults "
         "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 "
         "-netdev hubport,id=pfnet,hubid=0 "
         "-netdev hubport,id=b0,hubid=1 -netdev hubport,id=b1,hubid=2 "
-        "-netdev hubport,id=b2,hubid=3 "
-        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s "
+        "-netdev hubport,id=b2,hubid=3 %s "
+        "-object vsriov-pool,id=p0,netdevs=b0,netdevs=b1,netdevs=b2%s%s "
         "-device virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-        "speed=10000,duplex=full%s", lazy ? ",lazy=on" : "", pf_props);
+        "speed=10000,duplex=full%s", args, lazy ? ",lazy=on" : "",
+        pool_props, pf_props);
 
     vsriov_pcie_init(p, qts, 2);
     return qts;
+}
+
+static inline QTestState *vsriov_start_pf_with(VsriovPcie *p, bool lazy,
+                                               const char *pf_props)
+{
+    return vsriov_start_pf_full(p, lazy, "", pf_props, "");
 }
 
 static inline QTestState *vsriov_start_pf(VsriovPcie *p, bool lazy)

@@ -1,0 +1,529 @@
+/*
+ * vsriov eswitch: switchdev mode of a virtual PF, and its VF representors
+ *
+ * With sriov-eswitch=on the PF offers VIRTIO_NET_F_ESWITCH and has, right
+ * after virtio-net's control queue, one queue pair per VF it can have: the
+ * representor queues (docs/switchdev.md, docs/virtio-spec/).  Its driver
+ * switches the PF to switchdev mode by creating the eswitch resource
+ * object, and gives VF n a representor by creating a representor object
+ * that names the member and a queue pair; destroying them, or a reset of
+ * the PF, goes back to legacy mode.
+ *
+ * A representor's queue pair is connected to a host network backend that
+ * the VF's pool names for that VF (a static pool's rep-netdevs): what the
+ * driver sends on the representor leaves through that backend, what the
+ * backend delivers arrives on the representor.  That the VF's own traffic
+ * reaches that backend is the host switch's part (the pool's provider, or
+ * the operator's switch for a static pool): QEMU never sees a VF's data
+ * path, which runs in its backend (vhost-vdpa).
+ *
+ * Representor queues are QEMU's own whatever the PF's backend is (like the
+ * administration queue): frames are copied in the main loop, at most
+ * REP_BATCH per queue and notification, the rest in a bottom half; a
+ * receive queue without buffers holds the backend back (can_receive), and
+ * what cannot be delivered is counted and dropped, never waited for.
+ *
+ * Copyright (c) 2026 vsriov contributors
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/iov.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "migration/vmstate.h"
+#include "hw/virtio/virtio.h"
+#include "hw/virtio/virtio-net.h"
+#include "hw/virtio/virtio-pci.h"
+#include "net/net.h"
+#include "standard-headers/linux/virtio_net.h"
+#include "vsriov.h"
+#include "eswitch.h"
+#include "trace.h"
+
+#define REP_QUEUE_SIZE  256
+/* frames moved per queue and notification; the rest in a bottom half */
+#define REP_BATCH       64
+/* the header before every frame on a representor queue */
+#define REP_HDR_LEN     sizeof(struct virtio_net_hdr_v1)
+
+/* One representor object: its queue pair and the VF it represents. */
+typedef struct VsriovRep {
+    VsriovESwitch *esw;
+    uint16_t id;            /* the object's id: its queue pair */
+    int32_t vf;             /* -1: no object with this id */
+    VirtQueue *rx, *tx;
+    NICState *nic;          /* peer: the pool's backend for the VF's */
+    NICConf conf;           /* (nic's: it keeps a pointer) */
+    char *netdev;           /* ... whose id */
+    VsriovRepStats st;
+} VsriovRep;
+
+struct VsriovESwitch {
+    VsriovPF *vpf;
+    VirtIODevice *vdev;
+    bool switchdev;         /* the eswitch object exists */
+    uint16_t nreps;         /* representor objects possible: TotalVFs */
+    uint16_t base;          /* index of representor 0's receive queue */
+    VsriovRep *reps;
+    QEMUBH *bh;             /* transmit queues with frames left */
+    MemReentrancyGuard guard;
+};
+
+/* Each PF's eswitch, by its virtio device (the queues' handlers get it). */
+static GHashTable *eswitches;
+
+static VsriovRep *rep_of(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VsriovESwitch *esw = eswitches ? g_hash_table_lookup(eswitches, vdev)
+                                   : NULL;
+    unsigned q;
+
+    if (!esw) {
+        return NULL;
+    }
+    q = virtio_get_queue_index(vq) - esw->base;
+    return q / 2 < esw->nreps ? &esw->reps[q / 2] : NULL;
+}
+
+/* Whether the VF rep represents exists now (VF Enable, 1..NumVFs). */
+static bool rep_member_exists(VsriovRep *rep)
+{
+    return rep->vf >= 0 && rep->vf < vsriov_pf_enabled_vfs(rep->esw->vpf);
+}
+
+static bool rep_queue_ready(VsriovRep *rep, VirtQueue *vq)
+{
+    return rep->esw->vdev->status & VIRTIO_CONFIG_S_DRIVER_OK &&
+           virtio_queue_ready(vq);
+}
+
+/*
+ * Frames the driver sent on rep's transmit queue go to the backend, at
+ * most REP_BATCH: true if frames are left.
+ */
+static bool rep_flush_tx(VsriovRep *rep)
+{
+    VirtIODevice *vdev = rep->esw->vdev;
+    unsigned n;
+
+    if (!rep_queue_ready(rep, rep->tx)) {
+        return false;
+    }
+    for (n = 0; n < REP_BATCH; n++) {
+        VirtQueueElement *elem = virtqueue_pop(rep->tx,
+                                               sizeof(VirtQueueElement));
+        g_autofree struct iovec *iov = NULL;
+        size_t len;
+        unsigned cnt;
+
+        if (!elem) {
+            break;
+        }
+        len = iov_size(elem->out_sg, elem->out_num);
+        iov = g_new(struct iovec, elem->out_num);
+        cnt = iov_copy(iov, elem->out_num, elem->out_sg, elem->out_num,
+                       REP_HDR_LEN, len);
+        if (len <= REP_HDR_LEN || elem->in_num || !rep->nic ||
+            !rep_member_exists(rep)) {
+            rep->st.tx_dropped++;
+        } else {
+            /* (queued by the net layer if the backend is busy: copied) */
+            qemu_sendv_packet(qemu_get_queue(rep->nic), iov, cnt);
+            rep->st.tx_packets++;
+            rep->st.tx_bytes += len - REP_HDR_LEN;
+        }
+        virtqueue_push(rep->tx, elem, 0);
+        g_free(elem);
+    }
+    virtio_notify(vdev, rep->tx);
+    return n == REP_BATCH;
+}
+
+static void rep_bh(void *opaque)
+{
+    VsriovESwitch *esw = opaque;
+    bool more = false;
+
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        more |= rep_flush_tx(&esw->reps[i]);
+    }
+    if (more) {
+        qemu_bh_schedule(esw->bh);
+    }
+}
+
+static void rep_handle_tx(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VsriovRep *rep = rep_of(vdev, vq);
+
+    if (rep && rep_flush_tx(rep)) {
+        qemu_bh_schedule(rep->esw->bh);
+    }
+}
+
+/* The driver gave receive buffers: what the backend holds comes now. */
+static void rep_handle_rx(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VsriovRep *rep = rep_of(vdev, vq);
+
+    if (rep && rep->nic) {
+        qemu_flush_queued_packets(qemu_get_queue(rep->nic));
+    }
+}
+
+static bool rep_can_receive(NetClientState *nc)
+{
+    VsriovRep *rep = qemu_get_nic_opaque(nc);
+
+    /* (not ready, or no member: taken and dropped by rep_receive) */
+    return !rep_queue_ready(rep, rep->rx) || !rep_member_exists(rep) ||
+           !virtio_queue_empty(rep->rx);
+}
+
+static ssize_t rep_receive(NetClientState *nc, const uint8_t *buf,
+                           size_t size)
+{
+    VsriovRep *rep = qemu_get_nic_opaque(nc);
+    struct virtio_net_hdr_v1 hdr = {
+        .gso_type = VIRTIO_NET_HDR_GSO_NONE,
+        .num_buffers = cpu_to_le16(1),
+    };
+    VirtQueueElement *elem;
+
+    if (!rep_queue_ready(rep, rep->rx) || !rep_member_exists(rep)) {
+        rep->st.rx_dropped++;
+        return size;
+    }
+    elem = virtqueue_pop(rep->rx, sizeof(VirtQueueElement));
+    if (!elem) {
+        return 0;   /* held until rep_handle_rx() */
+    }
+    if (elem->out_num ||
+        iov_size(elem->in_sg, elem->in_num) < REP_HDR_LEN + size) {
+        /* a buffer too small for the frame: the frame goes */
+        virtqueue_push(rep->rx, elem, 0);
+        g_free(elem);
+        virtio_notify(rep->esw->vdev, rep->rx);
+        rep->st.rx_dropped++;
+        return size;
+    }
+    iov_from_buf(elem->in_sg, elem->in_num, 0, &hdr, REP_HDR_LEN);
+    iov_from_buf(elem->in_sg, elem->in_num, REP_HDR_LEN, buf, size);
+    virtqueue_push(rep->rx, elem, REP_HDR_LEN + size);
+    g_free(elem);
+    virtio_notify(rep->esw->vdev, rep->rx);
+    rep->st.rx_packets++;
+    rep->st.rx_bytes += size;
+    return size;
+}
+
+static NetClientInfo rep_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .can_receive = rep_can_receive,
+    .receive = rep_receive,
+};
+
+/* rep's object goes: its backend is left without a peer, for the next. */
+static void rep_unbind(VsriovRep *rep)
+{
+    if (rep->nic) {
+        qemu_del_nic(rep->nic);
+        rep->nic = NULL;
+    }
+    g_clear_pointer(&rep->netdev, g_free);
+    rep->vf = -1;
+    memset(&rep->st, 0, sizeof(rep->st));
+}
+
+/* Connect rep to the pool's backend for VF @vf: 0 or a negative errno. */
+static int rep_bind(VsriovRep *rep, uint16_t vf, Error **errp)
+{
+    VsriovPF *vpf = rep->esw->vpf;
+    g_autofree char *name = NULL;
+    const char *id;
+    NetClientState *peer;
+
+    id = vsriov_pool_rep_netdev(vpf->pool, vpf->backends[vf]);
+    if (!id) {
+        error_setg(errp, "pool '%s' gives VF %u no representor backend",
+                   object_get_canonical_path_component(OBJECT(vpf->pool)),
+                   vf);
+        return -EPERM;
+    }
+    peer = qemu_find_netdev(id);
+    if (!peer || peer->info->type == NET_CLIENT_DRIVER_NIC || peer->peer) {
+        error_setg(errp, "representor backend '%s' of VF %u %s", id, vf,
+                   !peer ? "does not exist" : "is in use");
+        return -ENOSPC;
+    }
+    memset(&rep->conf, 0, sizeof(rep->conf));
+    rep->conf.peers.ncs[0] = peer;
+    rep->conf.peers.queues = 1;
+    vsriov_vf_default_mac(vpf, vf, &rep->conf.macaddr);
+    name = g_strdup_printf("%s.rep%u", DEVICE(vpf->pf)->id ?: "vsriov", vf);
+    rep->nic = qemu_new_nic(&rep_info, &rep->conf, "vsriov-rep", name,
+                            &rep->esw->guard, rep);
+    rep->netdev = g_strdup(id);
+    rep->vf = vf;
+    memset(&rep->st, 0, sizeof(rep->st));
+    return 0;
+}
+
+int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
+                          const void *data, size_t len, Error **errp)
+{
+    const struct vsriov_net_resource_obj_rep *r = data;
+    VsriovRep *rep;
+    uint32_t member;
+    int ret;
+
+    if (!virtio_has_feature_ex(esw->vdev->guest_features_ex,
+                               VSRIOV_NET_F_ESWITCH)) {
+        return -EOPNOTSUPP;     /* no representor queues for the driver */
+    }
+    if (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH) {
+        if (id != 0) {
+            return -EINVAL;
+        }
+        if (esw->switchdev) {
+            return -EEXIST;
+        }
+        esw->switchdev = true;
+        trace_vsriov_eswitch_mode(DEVICE(esw->vpf->pf)->id, true);
+        return 0;
+    }
+    if (type != VSRIOV_NET_RESOURCE_OBJ_REP || len < sizeof(*r)) {
+        return -EINVAL;
+    }
+    member = le32_to_cpu(r->member_id);
+    if (id >= esw->nreps || r->eswitch_id || r->reserved ||
+        r->reserved2 || !esw->switchdev) {
+        return -EINVAL;
+    }
+    if (!vsriov_pf_enabled_vfs(esw->vpf)) {
+        return -EBUSY;      /* VF Enable is clear */
+    }
+    if (member < 1 || member > vsriov_pf_enabled_vfs(esw->vpf)) {
+        return -ENODEV;
+    }
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        if (esw->reps[i].vf == member - 1) {
+            return -EEXIST;
+        }
+    }
+    rep = &esw->reps[id];
+    if (rep->vf >= 0) {
+        return -EEXIST;
+    }
+    ret = rep_bind(rep, member - 1, errp);
+    if (!ret) {
+        trace_vsriov_eswitch_rep(DEVICE(esw->vpf->pf)->id, id, member - 1,
+                                 rep->netdev);
+        /* what the driver queued before the object existed goes now */
+        qemu_bh_schedule(esw->bh);
+    }
+    return ret;
+}
+
+int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id)
+{
+    if (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH) {
+        if (id != 0 || !esw->switchdev) {
+            return -ENOENT;
+        }
+        for (unsigned i = 0; i < esw->nreps; i++) {
+            if (esw->reps[i].vf >= 0) {
+                return -EBUSY;  /* the representors go first */
+            }
+        }
+        esw->switchdev = false;
+        trace_vsriov_eswitch_mode(DEVICE(esw->vpf->pf)->id, false);
+        return 0;
+    }
+    if (type != VSRIOV_NET_RESOURCE_OBJ_REP) {
+        return -EINVAL;
+    }
+    if (id >= esw->nreps || esw->reps[id].vf < 0) {
+        return -ENOENT;
+    }
+    trace_vsriov_eswitch_rep(DEVICE(esw->vpf->pf)->id, id, -1, "");
+    rep_unbind(&esw->reps[id]);
+    return 0;
+}
+
+void vsriov_eswitch_cap(VsriovESwitch *esw, struct vsriov_net_eswitch_cap *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->eswitch_limit = cpu_to_le32(1);
+    c->rep_limit = cpu_to_le32(esw->nreps);
+}
+
+void vsriov_eswitch_reset(VsriovESwitch *esw)
+{
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        if (esw->reps[i].vf >= 0) {
+            rep_unbind(&esw->reps[i]);
+        }
+    }
+    if (esw->switchdev) {
+        esw->switchdev = false;
+        trace_vsriov_eswitch_mode(DEVICE(esw->vpf->pf)->id, false);
+    }
+}
+
+bool vsriov_eswitch_switchdev(VsriovESwitch *esw)
+{
+    return esw->switchdev;
+}
+
+bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
+                           const char **netdev, VsriovRepStats *st)
+{
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        VsriovRep *rep = &esw->reps[i];
+
+        if (rep->vf == vf) {
+            *id = rep->id;
+            *netdev = rep->netdev;
+            *st = rep->st;
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Migration: the mode and which VF each representor object has; the
+ * queues themselves migrate with the virtio device.  The destination
+ * connects each representor to its own pool's backend for that VF.
+ */
+static int esw_pre_load(void *opaque)
+{
+    vsriov_eswitch_reset(opaque);
+    return 0;
+}
+
+static bool esw_post_load(void *opaque, int version_id, Error **errp)
+{
+    VsriovESwitch *esw = opaque;
+
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        VsriovRep *rep = &esw->reps[i];
+        int32_t vf = rep->vf;
+
+        if (vf < 0) {
+            continue;
+        }
+        rep->vf = -1;
+        if (vf >= esw->vpf->num_vfs || !esw->switchdev) {
+            error_setg(errp, "representor %u of VF %d: not on this PF", i,
+                       vf);
+            return false;
+        }
+        if (rep_bind(rep, vf, errp) < 0) {
+            error_prepend(errp, "representor %u: ", i);
+            return false;
+        }
+    }
+    return true;
+}
+
+static const VMStateDescription vmstate_vsriov_rep = {
+    .name = "vsriov-rep",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_INT32(vf, VsriovRep),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_vsriov_eswitch = {
+    .name = "vsriov-pf/eswitch",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_load = esw_pre_load,
+    .post_load_errp = esw_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(switchdev, VsriovESwitch),
+        VMSTATE_UINT16_EQUAL(nreps, VsriovESwitch,
+                             "the destination's PF must have as many "
+                             "representor queues as the source's"),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT16(reps, VsriovESwitch, nreps,
+                                             vmstate_vsriov_rep, VsriovRep),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+VsriovESwitch *vsriov_eswitch_init(VsriovPF *vpf, Error **errp)
+{
+    VirtIODevice *vdev = virtio_bus_get_device(&VIRTIO_PCI(vpf->pf)->bus);
+    VirtIONet *n = VIRTIO_NET(vdev);
+    VsriovESwitch *esw;
+
+    if (n->max_queue_pairs != 1) {
+        error_setg(errp, "sriov-eswitch=on needs a PF with one queue pair "
+                   "(its netdev has %u)", n->max_queue_pairs);
+        return NULL;
+    }
+    if (!virtio_host_has_feature(vdev, VIRTIO_NET_F_CTRL_VQ)) {
+        error_setg(errp, "sriov-eswitch=on needs the control queue "
+                   "(ctrl_vq=on)");
+        return NULL;
+    }
+    if (!vsriov_pool_has_reps(vpf->pool)) {
+        error_setg(errp, "sriov-eswitch=on: pool '%s' gives no representor "
+                   "backends (rep-netdevs)",
+                   object_get_canonical_path_component(OBJECT(vpf->pool)));
+        return NULL;
+    }
+    /* virtio-net's queues: one pair and the control queue, then ours */
+    if (virtio_get_num_queues(vdev) != 3) {
+        error_setg(errp, "sriov-eswitch=on: the PF has %d queues, not 3",
+                   virtio_get_num_queues(vdev));
+        return NULL;
+    }
+    esw = g_new0(VsriovESwitch, 1);
+    esw->vpf = vpf;
+    esw->vdev = vdev;
+    esw->nreps = vpf->num_vfs;
+    esw->base = 3;
+    esw->reps = g_new0(VsriovRep, esw->nreps);
+    esw->bh = virtio_bh_new_guarded(DEVICE(vdev), rep_bh, esw);
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        VsriovRep *rep = &esw->reps[i];
+
+        rep->esw = esw;
+        rep->id = i;
+        rep->vf = -1;
+        rep->rx = virtio_add_queue(vdev, REP_QUEUE_SIZE, rep_handle_rx);
+        rep->tx = virtio_add_queue(vdev, REP_QUEUE_SIZE, rep_handle_tx);
+    }
+    if (!eswitches) {
+        eswitches = g_hash_table_new(NULL, NULL);
+    }
+    g_hash_table_insert(eswitches, vdev, esw);
+    vmstate_register(VMSTATE_IF(vpf->pf), 0, &vmstate_vsriov_eswitch, esw);
+    virtio_add_feature_ex(vdev->host_features_ex, VSRIOV_NET_F_ESWITCH);
+    return esw;
+}
+
+void vsriov_eswitch_exit(VsriovESwitch *esw)
+{
+    if (!esw) {
+        return;
+    }
+    vsriov_eswitch_reset(esw);
+    vmstate_unregister(VMSTATE_IF(esw->vpf->pf), &vmstate_vsriov_eswitch, esw);
+    g_hash_table_remove(eswitches, esw->vdev);
+    for (unsigned i = 0; i < esw->nreps; i++) {
+        virtio_delete_queue(esw->reps[i].rx);
+        virtio_delete_queue(esw->reps[i].tx);
+    }
+    qemu_bh_delete(esw->bh);
+    g_free(esw->reps);
+    g_free(esw);
+}
