@@ -82,7 +82,7 @@ struct VsriovAdmin {
     uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
-    uint32_t rep_limit;         /* ... and the eswitch's (representors) */
+    uint32_t esw_limit, rep_limit;  /* ... and the eswitch's */
     VMChangeStateEntry *vm_state;
     /* testing (x-sriov-admin-delay, x-sriov-admin-hold): answers held */
     QEMUTimer *delay_timer;
@@ -405,6 +405,7 @@ static AdminStatus admin_eswitch_cap_set(VsriovAdmin *a,
         d->reserved) {
         return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
     }
+    a->esw_limit = le32_to_cpu(d->eswitch_limit);
     a->rep_limit = le32_to_cpu(d->rep_limit);
     return st_ok;
 }
@@ -425,7 +426,8 @@ static AdminStatus admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
     if (lduw_le_p(data + 2) ||
         (type != VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
          type != VSRIOV_NET_RESOURCE_OBJ_REP) ||
-        (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit)) {
+        (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit) ||
+        (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH && id >= a->esw_limit)) {
         return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
     }
     if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
@@ -757,6 +759,7 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
         struct vsriov_net_eswitch_cap c;
 
         vsriov_eswitch_cap(a->vpf->esw, &c);
+        a->esw_limit = le32_to_cpu(c.eswitch_limit);
         a->rep_limit = le32_to_cpu(c.rep_limit);
         if (!vdev->status) {
             /* a reset of the device (not of this queue alone): legacy */

@@ -285,8 +285,8 @@ int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
         return -EOPNOTSUPP;     /* no representor queues for the driver */
     }
     if (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH) {
-        if (id != 0) {
-            return -EINVAL;
+        if (id != 0 || len < 8 || ldq_le_p(data)) {
+            return -EINVAL;     /* (its 8 reserved bytes are zeros) */
         }
         if (esw->switchdev) {
             return -EEXIST;
@@ -331,7 +331,10 @@ int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
 int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id)
 {
     if (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH) {
-        if (id != 0 || !esw->switchdev) {
+        if (id != 0) {
+            return -EINVAL;
+        }
+        if (!esw->switchdev) {
             return -ENOENT;
         }
         for (unsigned i = 0; i < esw->nreps; i++) {

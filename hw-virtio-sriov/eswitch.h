@@ -74,7 +74,7 @@ int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
                           const void *data, size_t len, Error **errp);
 /*
  * Destroy object @type @id: 0, or -ENOENT (none), -EBUSY (the eswitch
- * while representors exist), -EINVAL (a bad type).
+ * while representors exist), -EINVAL (a bad type or eswitch id).
  */
 int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id);
 bool vsriov_eswitch_switchdev(VsriovESwitch *esw);

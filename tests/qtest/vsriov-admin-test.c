@@ -1212,6 +1212,34 @@ static void test_eswitch_objects(void)
     g_assert_cmpuint(le32_to_cpu(cap.rep_limit), ==, 3);
     g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
 
+    /* a driver that takes no eswitch gets none */
+    {
+        uint8_t set[8 + sizeof(cap)] = {};
+        uint8_t junk[8] = { 1 };
+
+        stw_le_p(set, VSRIOV_NET_ESWITCH_CAP);
+        stl_le_p(set + 8 + 4, 3);       /* eswitch_limit 0, rep_limit 3 */
+        g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0,
+                             set, sizeof(set), &r), ==,
+                         VIRTIO_ADMIN_STATUS_OK);
+        g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        stl_le_p(set + 8, 2);           /* more than the device has */
+        g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0,
+                             set, sizeof(set), &r), ==,
+                         VSRIOV_ADMIN_STATUS_EINVAL);
+        stl_le_p(set + 8, 1);
+        g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0,
+                             set, sizeof(set), &r), ==,
+                         VIRTIO_ADMIN_STATUS_OK);
+        /* the eswitch's reserved bytes are zeros */
+        g_assert_cmpuint(obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                             VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, 0, junk, 8,
+                             &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    }
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+
     /* switchdev mode; no representor while VF Enable is clear */
     g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
     g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "switchdev");
@@ -1262,6 +1290,9 @@ static void test_eswitch_objects(void)
     g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
                      ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 1, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
     g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "switchdev");
     g_assert_cmpuint(rep_create(&a, 2, 2, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
     g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 2, &r), ==,
@@ -1409,6 +1440,107 @@ static void test_eswitch_datapath(void)
     qtest_quit(a.qts);
 }
 
+/*
+ * A hostile driver of a switchdev PF: random eswitch and representor
+ * objects, frames on a representor, VF Enable flips and resets of the PF,
+ * mixed.  QEMU stays up, and at the end a reset PF gives a representor
+ * that carries frames: nothing was left bound.
+ */
+static void test_random_eswitch(void)
+{
+    const char *env = g_getenv("VSRIOV_QTEST_OPS");
+    long ops = env ? atol(env) : 20000;
+    GRand *rnd = g_rand_new_with_seed(0x4553);
+    uint8_t out[64], frame[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+    uint64_t features = 1ull << VIRTIO_F_VERSION_1 |
+                        1ull << VIRTIO_F_ADMIN_VQ |
+                        1ull << VIRTIO_NET_F_CTRL_VQ;
+    long reps_made = 0;
+    Ring rx, tx;
+    Ring *rings[] = { &rx, &tx };
+    Admin a;
+    Res r;
+    int sock;
+
+    start_eswitch(&a, &sock, F2_ESWITCH, &rx, &tx);
+    g_unix_set_fd_nonblocking(sock, true, NULL);
+    use_all(&a, SELF);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 2);
+    for (long i = 0; i < ops; i++) {
+        uint16_t tx_used = qtest_readw(a.qts, tx.used + 2);
+        int what = g_rand_int_range(rnd, 0, 100);
+
+        if (what < 10 && (uint16_t)(tx.avail_idx - tx_used) < QSIZE) {
+            qtest_memwrite(a.qts, REP_TX_BASE + 0x3000 + 12, frame,
+                           sizeof(frame));
+            ring_add(&a, &tx, REP_TX_BASE + 0x3000,
+                     g_rand_int_range(rnd, 1, 12 + sizeof(frame) + 1), false);
+            continue;
+        }
+        if (what < 12) {
+            set_vfs(&a, g_rand_int_range(rnd, 0, 4));
+            continue;
+        }
+        if (what < 13) {
+            map_pf(&a);
+            driver_start_rings(&a, features, g_rand_boolean(rnd) ?
+                               F2_ESWITCH : 0, rings, 2);
+            use_all(&a, SELF);
+            use_all(&a, SRIOV);
+            continue;
+        }
+        for (int j = 0; j < sizeof(out); j++) {
+            out[j] = g_rand_int(rnd);
+        }
+        stw_le_p(out, g_rand_boolean(rnd) ?
+                 VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE :
+                 VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY);
+        stw_le_p(out + 2, g_rand_int_range(rnd, 0, 10) ? SELF : SRIOV);
+        stq_le_p(out + 16, g_rand_int_range(rnd, 0, 10) ? 0 : 1);
+        /* mostly the objects' own types and fields, to get past checks */
+        stw_le_p(out + 24, g_rand_int_range(rnd, 0x204, 0x208));
+        stw_le_p(out + 26, g_rand_int_range(rnd, 0, 10) ? 0 : 1);
+        stl_le_p(out + 28, g_rand_int_range(rnd, 0, 5));
+        stq_le_p(out + 32, g_rand_int_range(rnd, 0, 10) ? 0 : 2);
+        stw_le_p(out + 40, g_rand_int_range(rnd, 0, 10) ? 0 : 1);
+        stw_le_p(out + 42, 0);
+        stl_le_p(out + 44, g_rand_int_range(rnd, 0, 5));
+        stq_le_p(out + 48, g_rand_int_range(rnd, 0, 10) ? 0 : 3);
+        run_raw(&a, out, g_rand_int_range(rnd, 24, sizeof(out) + 1), 8, &r);
+        g_assert_cmpuint(r.len, ==, 8);
+        reps_made += r.status == VIRTIO_ADMIN_STATUS_OK &&
+                     lduw_le_p(out) == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE &&
+                     lduw_le_p(out + 24) == VSRIOV_NET_RESOURCE_OBJ_REP;
+    }
+    g_test_message("%ld operations, %ld representors made", ops, reps_made);
+    g_assert_cmpint(reps_made, >, 0);     /* the deep paths were reached */
+    /* drain what the backend got */
+    while (read(sock, out, sizeof(out)) > 0) {
+        continue;
+    }
+    g_unix_set_fd_nonblocking(sock, false, NULL);
+
+    map_pf(&a);
+    driver_start_rings(&a, features, F2_ESWITCH, rings, 2);
+    g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
+    g_assert_null(qmp_vf_rep(a.qts, 0));
+    use_all(&a, SELF);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 0);
+    set_vfs(&a, 2);
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    qtest_memwrite(a.qts, REP_TX_BASE + 0x3000 + 12, frame, sizeof(frame));
+    ring_add(&a, &tx, REP_TX_BASE + 0x3000, 12 + sizeof(frame), false);
+    g_assert_cmpuint(ring_used(&a, &tx), ==, 0);
+    g_assert_cmpuint(sock_recv(&a, sock, out, sizeof(out)), ==,
+                     sizeof(frame));
+    g_rand_free(rnd);
+    close(sock);
+    qtest_quit(a.qts);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -1426,6 +1558,7 @@ int main(int argc, char **argv)
                    test_eswitch_not_negotiated);
     qtest_add_func("/vsriov/admin/eswitch-off", test_eswitch_off);
     qtest_add_func("/vsriov/admin/eswitch-datapath", test_eswitch_datapath);
+    qtest_add_func("/vsriov/admin/random-eswitch", test_random_eswitch);
     qtest_add_func("/vsriov/admin/answer-delay", test_answer_delay);
     qtest_add_func("/vsriov/admin/random-commands", test_random_commands);
     qtest_add_func("/vsriov/admin/random-commands-premapped",
