@@ -825,10 +825,11 @@ static bool admin_post_load(void *opaque, int version_id, Error **errp)
 
     member_cfg_cap(a->vpf, &dev);
     for (int g = 0; g < GROUPS; g++) {
-        if (a->used[g] & ~supported[g]) {
+        if (a->used[g] & ~admin_supported(a, g)) {
             error_setg(errp, "virtual SR-IOV PF '%s': incoming commands in "
                        "use 0x%" PRIx64 " for group type %d, of 0x%" PRIx64,
-                       DEVICE(a->vpf->pf)->id, a->used[g], g, supported[g]);
+                       DEVICE(a->vpf->pf)->id, a->used[g], g,
+                       admin_supported(a, g));
             return false;
         }
     }
@@ -843,6 +844,43 @@ static bool admin_post_load(void *opaque, int version_id, Error **errp)
     return true;
 }
 
+static bool admin_esw_needed(void *opaque)
+{
+    VsriovAdmin *a = opaque;
+
+    return a->vpf->esw;
+}
+
+static bool admin_esw_post_load(void *opaque, int version_id, Error **errp)
+{
+    VsriovAdmin *a = opaque;
+    struct vsriov_net_eswitch_cap dev;
+
+    vsriov_eswitch_cap(a->vpf->esw, &dev);
+    if (a->esw_limit > le32_to_cpu(dev.eswitch_limit) ||
+        a->rep_limit > le32_to_cpu(dev.rep_limit)) {
+        error_setg(errp, "virtual SR-IOV PF '%s': the incoming eswitch "
+                   "capability exceeds what this device offers",
+                   DEVICE(a->vpf->pf)->id);
+        return false;
+    }
+    return true;
+}
+
+/* The eswitch capability as the driver set it (DRIVER_CAP_SET). */
+static const VMStateDescription vmstate_vsriov_admin_esw = {
+    .name = "vsriov-admin/eswitch",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = admin_esw_needed,
+    .post_load_errp = admin_esw_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(esw_limit, VsriovAdmin),
+        VMSTATE_UINT32(rep_limit, VsriovAdmin),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 static const VMStateDescription vmstate_vsriov_admin = {
     .name = "vsriov-admin",
     .version_id = 1,
@@ -854,6 +892,10 @@ static const VMStateDescription vmstate_vsriov_admin = {
         VMSTATE_BUFFER_UNSAFE(driver_cap, VsriovAdmin, 0,
                               sizeof(struct vsriov_net_member_cfg_cap)),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_vsriov_admin_esw,
+        NULL
     }
 };
 

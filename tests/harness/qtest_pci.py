@@ -37,7 +37,7 @@ C_Q_DESC, C_Q_AVAIL, C_Q_USED, C_ADM_Q_IDX = 32, 40, 48, 60
 F_VERSION_1, F_ADMIN_VQ = 32, 41
 S_ACK, S_DRIVER, S_DRIVER_OK, S_FEATURES_OK = 1, 2, 4, 8
 QSIZE, DESC, AVAIL, USED, OUT_BUF, IN_BUF = 16, 0x100000, 0x101000, 0x102000, 0x110000, 0x111000
-GROUP_SRIOV, CMD_LIST_QUERY, CMD_LIST_USE = 1, 0, 1
+GROUP_SELF, GROUP_SRIOV, CMD_LIST_QUERY, CMD_LIST_USE = 0, 1, 0, 1
 CMD_NET_MEMBER_CFG_SET = 0x13
 FIELD_MAC, FIELD_VLAN = 1 << 0, 1 << 1
 
@@ -165,15 +165,22 @@ class Admin:
     VIRTIO_F_ADMIN_VQ negotiated, the queue set up, and the SR-IOV group's
     commands taken into use (LIST_QUERY, LIST_USE)."""
 
-    def __init__(self, q):
+    def __init__(self, q, features=0, features2=0, rings=()):
+        """@features (bits 0..63) and @features2 (64..95) besides
+        VERSION_1 and ADMIN_VQ; @rings: the device's other queues to set up
+        before DRIVER_OK (Ring)."""
         self.q = q
         self._map()
         self._find()
-        self._start()
-        st, res = self.run(CMD_LIST_QUERY, GROUP_SRIOV, 0)
+        self._start(features, features2, rings)
+        self.use(GROUP_SRIOV)
+
+    def use(self, group):
+        """LIST_QUERY, then LIST_USE of all of it, for @group."""
+        st, res = self.run(CMD_LIST_QUERY, group, 0)
         if st:
             raise QtestError(f"LIST_QUERY: status {st}")
-        st, _ = self.run(CMD_LIST_USE, GROUP_SRIOV, 0, res[:8])
+        st, _ = self.run(CMD_LIST_USE, group, 0, res[:8])
         if st:
             raise QtestError(f"LIST_USE: status {st}")
 
@@ -221,17 +228,17 @@ class Admin:
     def _mem(self, addr, data):
         self.q.cmd(f"write {addr:#x} {len(data)} 0x{data.hex()}")
 
-    def _start(self):
+    def _start(self, features, features2, rings):
         c = self.common
         self._w(1, c + C_STATUS, 0)
         self._w(1, c + C_STATUS, S_ACK | S_DRIVER)
         self._w(4, c + C_DFSELECT, 1)
         if not self._r(4, c + C_DF) & 1 << (F_ADMIN_VQ - 32):
             raise QtestError("the PF does not offer VIRTIO_F_ADMIN_VQ")
-        self._w(4, c + C_GFSELECT, 0)
-        self._w(4, c + C_GF, 0)
-        self._w(4, c + C_GFSELECT, 1)
-        self._w(4, c + C_GF, 1 << (F_VERSION_1 - 32) | 1 << (F_ADMIN_VQ - 32))
+        features |= 1 << F_VERSION_1 | 1 << F_ADMIN_VQ
+        for word, val in enumerate((features & 0xFFFFFFFF, features >> 32, features2)):
+            self._w(4, c + C_GFSELECT, word)
+            self._w(4, c + C_GF, val)
         self._w(1, c + C_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK)
         if not self._r(1, c + C_STATUS) & S_FEATURES_OK:
             raise QtestError("the PF refused VIRTIO_F_ADMIN_VQ")
@@ -246,6 +253,8 @@ class Admin:
         self._mem(AVAIL, bytes(0x100))
         self._mem(USED, bytes(0x100))
         self.avail_idx = self.used_idx = 0
+        for ring in rings:
+            ring.setup(self)
         self._w(1, c + C_STATUS, S_ACK | S_DRIVER | S_FEATURES_OK | S_DRIVER_OK)
 
     def submit(self, opcode, group, member, data=b""):
@@ -295,6 +304,61 @@ class Admin:
 
     def set_mac(self, vf, mac):
         return self.cfg_set(vf, FIELD_MAC, mac=mac)
+
+
+class Ring:
+    """A split virtqueue of the PF's other than the admin queue, of QSIZE
+    entries, at @base in guest memory (descriptors, then the available
+    ring at +0x1000, the used ring at +0x2000, buffers from +0x3000, 2 KiB
+    each)."""
+
+    def __init__(self, index, base):
+        self.index, self.base = index, base
+
+    def setup(self, admin):
+        self.a = a = admin
+        c = a.common
+        a._w(2, c + C_Q_SELECT, self.index)
+        a._w(2, c + C_Q_SIZE, QSIZE)
+        for off, addr in ((C_Q_DESC, self.base), (C_Q_AVAIL, self.base + 0x1000),
+                          (C_Q_USED, self.base + 0x2000)):
+            a._w(4, c + off, addr)
+            a._w(4, c + off + 4, 0)
+        self.notify_off = a._r(2, c + C_Q_NOFF)
+        a._mem(self.base + 0x1000, bytes(0x100))
+        a._mem(self.base + 0x2000, bytes(0x100))
+        self.avail_idx = self.used_idx = 0
+        a._w(2, c + C_Q_ENABLE, 1)
+
+    def buf(self, i):
+        return self.base + 0x3000 + (i % QSIZE) * 0x800
+
+    def add(self, data=None, length=0x800):
+        """One buffer: device-readable with @data, else device-writable."""
+        a, i = self.a, self.avail_idx % QSIZE
+        if data is not None:
+            a._mem(self.buf(i), data)
+            length = len(data)
+        a._mem(self.base + i * 16, struct.pack("<QIHH", self.buf(i), length,
+                                               0 if data is not None else 2, 0))
+        a._w(2, self.base + 0x1000 + 4 + i * 2, i)
+        self.avail_idx += 1
+        a._w(2, self.base + 0x1000 + 2, self.avail_idx & 0xFFFF)
+        a._w(2, a.notify + self.notify_off * a.notify_mult, self.index)
+
+    def used(self, timeout=30):
+        """Until the device used the next buffer: the bytes it wrote."""
+        a, deadline = self.a, time.monotonic() + timeout
+        while a._r(2, self.base + 0x2000 + 2) == self.used_idx & 0xFFFF:
+            if time.monotonic() > deadline:
+                raise QtestError(f"queue {self.index}: no buffer used in {timeout} s")
+            time.sleep(0.001)
+        slot = self.base + 0x2000 + 4 + (self.used_idx % QSIZE) * 8
+        head, length = a._r(4, slot), a._r(4, slot + 4)
+        self.used_idx += 1
+        if not length:
+            return b""
+        return bytes.fromhex(a.q.cmd(f"read {self.buf(head):#x} {length}")[2:])
 
 
 def main(argv):
