@@ -410,39 +410,9 @@ static AdminStatus admin_eswitch_cap_set(VsriovAdmin *a,
     return st_ok;
 }
 
-/*
- * RESOURCE_OBJ_CREATE and _DESTROY of the eswitch's objects: @data is the
- * common header, then (CREATE) the flags and the object's own data.
- */
-static AdminStatus admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
-                                      const uint8_t *data)
+/* An eswitch call's errno as the spec's status. */
+static AdminStatus obj_status(int ret)
 {
-    VsriovESwitch *esw = a->vpf->esw;
-    uint16_t type = lduw_le_p(data);
-    uint32_t id = ldl_le_p(data + 4);
-    Error *err = NULL;
-    int ret;
-
-    if (lduw_le_p(data + 2) ||
-        (type != VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
-         type != VSRIOV_NET_RESOURCE_OBJ_REP) ||
-        (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit) ||
-        (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH && id >= a->esw_limit)) {
-        return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
-    }
-    if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
-        ret = vsriov_eswitch_destroy(esw, type, id);
-    } else if (ldq_le_p(data + 8)) {
-        ret = -EINVAL;  /* no flags are defined */
-    } else {
-        ret = vsriov_eswitch_create(esw, type, id, data + 16,
-                                    AVQ_DATA_MAX - 16, &err);
-    }
-    if (err) {
-        error_prepend(&err, "virtual SR-IOV PF '%s': representor: ",
-                      DEVICE(a->vpf->pf)->id);
-        vsriov_report_guest_err(err);
-    }
     switch (ret) {
     case 0:
         return st_ok;
@@ -455,8 +425,65 @@ static AdminStatus admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
     case -EBUSY:
         return st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_COMMAND);
     default:
-        return status_of(ret);  /* EPERM, ENOSPC */
+        return status_of(ret);  /* EPERM, ENOSPC, ETIMEDOUT... */
     }
+}
+
+/* A representor's creation that waited for the pool's provider ended. */
+static bool admin_obj_done(VsriovESwitch *esw, int ret, void *opaque)
+{
+    VsriovAdmin *a = vsriov_eswitch_pf(esw)->admin;
+
+    if (!a || !a->cur || a->gen != (uintptr_t)opaque) {
+        return false;   /* the queue was reset, or the VM stopped */
+    }
+    admin_complete(a, g_steal_pointer(&a->cur), obj_status(ret), NULL, 0);
+    qemu_bh_schedule(a->bh);
+    return true;
+}
+
+/*
+ * RESOURCE_OBJ_CREATE and _DESTROY of the eswitch's objects: @data is the
+ * common header, then (CREATE) the flags and the object's own data.  True
+ * if it waits for the pool's provider (admin_obj_done()), else its status
+ * in @s.
+ */
+static bool admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
+                               const uint8_t *data, AdminStatus *s)
+{
+    VsriovESwitch *esw = a->vpf->esw;
+    uint16_t type = lduw_le_p(data);
+    uint32_t id = ldl_le_p(data + 4);
+    Error *err = NULL;
+    int ret;
+
+    if (lduw_le_p(data + 2) ||
+        (type != VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
+         type != VSRIOV_NET_RESOURCE_OBJ_REP) ||
+        (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit) ||
+        (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH && id >= a->esw_limit)) {
+        *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        return false;
+    }
+    if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
+        ret = vsriov_eswitch_destroy(esw, type, id);
+    } else if (ldq_le_p(data + 8)) {
+        ret = -EINVAL;  /* no flags are defined */
+    } else {
+        ret = vsriov_eswitch_create(esw, type, id, data + 16,
+                                    AVQ_DATA_MAX - 16, admin_obj_done,
+                                    (void *)(uintptr_t)a->gen, &err);
+        if (ret > 0) {
+            return true;
+        }
+    }
+    if (err) {
+        error_prepend(&err, "virtual SR-IOV PF '%s': representor: ",
+                      DEVICE(a->vpf->pf)->id);
+        vsriov_report_guest_err(err);
+    }
+    *s = obj_status(ret);
+    return false;
 }
 
 /*
@@ -576,9 +603,11 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
     }
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE:
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY:
-        s = member ? st(VSRIOV_ADMIN_STATUS_EINVAL,
-                        VSRIOV_ADMIN_Q_INVALID_MEMBER)
-                   : admin_resource_obj(a, opcode, data);
+        if (member) {
+            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
+        } else if (admin_resource_obj(a, opcode, data, &s)) {
+            return true;    /* admin_obj_done() */
+        }
         goto out;
     case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE: {
         uint16_t num_vfs = lduw_le_p(data);

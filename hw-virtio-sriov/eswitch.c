@@ -48,16 +48,35 @@
 /* the header before every frame on a representor queue */
 #define REP_HDR_LEN     sizeof(struct virtio_net_hdr_v1)
 
+/* A pool's rep_open in flight. */
+typedef struct RepOpen {
+    VsriovESwitch *esw;     /* NULL: the eswitch went meanwhile */
+    VsriovPool *pool;
+    uint16_t id;
+    uint32_t gen;           /* the representor's when it was asked */
+    char *backend;          /* the VF's backend, the pool's key */
+    VsriovESwitchDone *done;    /* NULL: nobody waits (a migration's) */
+    void *opaque;
+    QLIST_ENTRY(RepOpen) next;
+} RepOpen;
+
 /* One representor object: its queue pair and the VF it represents. */
 typedef struct VsriovRep {
     VsriovESwitch *esw;
     uint16_t id;            /* the object's id: its queue pair */
     int32_t vf;             /* -1: no object with this id */
+    bool opening;           /* its host side is asked for (RepOpen) */
+    uint32_t gen;           /* bumped when the object goes */
     VirtQueue *rx, *tx;
     NICState *nic;          /* peer: the pool's backend for the VF's */
     NICConf conf;           /* (nic's: it keeps a pointer) */
     char *netdev;           /* ... whose id */
+    char *backend;          /* the VF's backend when it was opened */
     VsriovRepStats st;
+    /* a rep_open answered within the call: its outcome */
+    bool in_open;
+    int open_ret;
+    Error *open_err;
 } VsriovRep;
 
 struct VsriovESwitch {
@@ -69,10 +88,13 @@ struct VsriovESwitch {
     VsriovRep *reps;
     QEMUBH *bh;             /* transmit queues with frames left */
     MemReentrancyGuard guard;
+    QLIST_HEAD(, RepOpen) opens;    /* rep_open calls in flight */
 };
 
 /* Each PF's eswitch, by its virtio device (the queues' handlers get it). */
 static GHashTable *eswitches;
+/* rep_open calls of eswitches gone, until they are answered */
+static QLIST_HEAD(, RepOpen) orphans = QLIST_HEAD_INITIALIZER(orphans);
 
 static VsriovRep *rep_of(VirtIODevice *vdev, VirtQueue *vq)
 {
@@ -226,59 +248,141 @@ static NetClientInfo rep_info = {
     .receive = rep_receive,
 };
 
-/* rep's object goes: its backend is left without a peer, for the next. */
+/*
+ * rep's object goes: its host side is given back to the pool (a static
+ * pool's backend is left without a peer, for the next); an open in flight
+ * is dropped when it is answered.
+ */
 static void rep_unbind(VsriovRep *rep)
 {
     if (rep->nic) {
         qemu_del_nic(rep->nic);
         rep->nic = NULL;
     }
+    if (rep->netdev) {
+        vsriov_pool_rep_close(rep->esw->vpf->pool, rep->backend, rep->netdev);
+    }
     g_clear_pointer(&rep->netdev, g_free);
+    g_clear_pointer(&rep->backend, g_free);
     rep->vf = -1;
+    rep->opening = false;
+    rep->gen++;
     memset(&rep->st, 0, sizeof(rep->st));
 }
 
-/* Connect rep to the pool's backend for VF @vf: 0 or a negative errno. */
-static int rep_bind(VsriovRep *rep, uint16_t vf, Error **errp)
+/* Connect rep's queues to netdev @id, the pool's for its VF. */
+static int rep_attach(VsriovRep *rep, const char *id, Error **errp)
 {
     VsriovPF *vpf = rep->esw->vpf;
     g_autofree char *name = NULL;
-    const char *id;
-    NetClientState *peer;
+    NetClientState *peer = qemu_find_netdev(id);
 
-    id = vsriov_pool_rep_netdev(vpf->pool, vpf->backends[vf]);
-    if (!id) {
-        error_setg(errp, "pool '%s' gives VF %u no representor backend",
-                   object_get_canonical_path_component(OBJECT(vpf->pool)),
-                   vf);
-        return -EPERM;
-    }
-    peer = qemu_find_netdev(id);
     if (!peer || peer->info->type == NET_CLIENT_DRIVER_NIC || peer->peer) {
-        error_setg(errp, "representor backend '%s' of VF %u %s", id, vf,
+        error_setg(errp, "representor backend '%s' of VF %d %s", id, rep->vf,
                    !peer ? "does not exist" : "is in use");
         return -ENOSPC;
     }
     memset(&rep->conf, 0, sizeof(rep->conf));
     rep->conf.peers.ncs[0] = peer;
     rep->conf.peers.queues = 1;
-    vsriov_vf_default_mac(vpf, vf, &rep->conf.macaddr);
-    name = g_strdup_printf("%s.rep%u", DEVICE(vpf->pf)->id ?: "vsriov", vf);
+    vsriov_vf_default_mac(vpf, rep->vf, &rep->conf.macaddr);
+    name = g_strdup_printf("%s.rep%d", DEVICE(vpf->pf)->id ?: "vsriov",
+                           rep->vf);
     rep->nic = qemu_new_nic(&rep_info, &rep->conf, "vsriov-rep", name,
                             &rep->esw->guard, rep);
     rep->netdev = g_strdup(id);
-    rep->vf = vf;
     memset(&rep->st, 0, sizeof(rep->st));
     return 0;
 }
 
+/* The pool answered rep_open (within the call, or later). */
+static void rep_opened(void *opaque, const char *netdev, int ret, Error *err)
+{
+    RepOpen *o = opaque;
+    VsriovESwitch *esw = o->esw;
+    VsriovRep *rep = esw ? &esw->reps[o->id] : NULL;
+
+    QLIST_REMOVE(o, next);
+    if (!rep || !rep->opening || rep->gen != o->gen) {
+        /* the object (or the PF) went meanwhile: give it back */
+        if (!ret) {
+            vsriov_pool_rep_close(o->pool, o->backend, netdev);
+        }
+        error_free(err);
+        goto out;
+    }
+    rep->opening = false;
+    if (!ret) {
+        ret = rep_attach(rep, netdev, &err);
+        if (ret) {
+            vsriov_pool_rep_close(o->pool, o->backend, netdev);
+        }
+    }
+    if (ret) {
+        rep_unbind(rep);
+    } else {
+        trace_vsriov_eswitch_rep(DEVICE(esw->vpf->pf)->id, o->id, rep->vf,
+                                 rep->netdev);
+        /* what the driver queued before the object existed goes now */
+        qemu_bh_schedule(esw->bh);
+    }
+    if (rep->in_open) {
+        rep->open_ret = ret;
+        rep->open_err = err;
+        goto out;
+    }
+    if (err) {
+        error_prepend(&err, "virtual SR-IOV PF '%s': representor %u: ",
+                      DEVICE(esw->vpf->pf)->id, o->id);
+        vsriov_report_guest_err(err);
+    }
+    if (o->done && !o->done(esw, ret, o->opaque) && !ret) {
+        rep_unbind(rep);    /* nobody wants it any more */
+    }
+out:
+    g_free(o->backend);
+    g_free(o);
+}
+
+/*
+ * Ask the pool for the host side of rep's VF: 0 or a negative errno
+ * (@errp set) when it answered at once, 1 when @done will say.
+ */
+static int rep_open(VsriovRep *rep, VsriovESwitchDone *done, void *opaque,
+                    Error **errp)
+{
+    VsriovESwitch *esw = rep->esw;
+    NetClientState *backend = esw->vpf->backends[rep->vf];
+    RepOpen *o = g_new0(RepOpen, 1);
+
+    o->esw = esw;
+    o->pool = esw->vpf->pool;
+    o->id = rep->id;
+    o->gen = rep->gen;
+    o->done = done;
+    o->opaque = opaque;
+    o->backend = g_strdup(backend ? backend->name : "");
+    rep->backend = g_strdup(o->backend);
+    rep->opening = true;
+    QLIST_INSERT_HEAD(&esw->opens, o, next);
+    rep->in_open = true;
+    rep->open_ret = 1;
+    vsriov_pool_rep_open(esw->vpf->pool, backend, rep_opened, o);
+    rep->in_open = false;
+    if (rep->open_err) {
+        error_propagate(errp, rep->open_err);
+        rep->open_err = NULL;
+    }
+    return rep->open_ret;
+}
+
 int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
-                          const void *data, size_t len, Error **errp)
+                          const void *data, size_t len,
+                          VsriovESwitchDone *done, void *opaque, Error **errp)
 {
     const struct vsriov_net_resource_obj_rep *r = data;
     VsriovRep *rep;
     uint32_t member;
-    int ret;
 
     if (!virtio_has_feature_ex(esw->vdev->guest_features_ex,
                                VSRIOV_NET_F_ESWITCH)) {
@@ -318,14 +422,8 @@ int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
     if (rep->vf >= 0) {
         return -EEXIST;
     }
-    ret = rep_bind(rep, member - 1, errp);
-    if (!ret) {
-        trace_vsriov_eswitch_rep(DEVICE(esw->vpf->pf)->id, id, member - 1,
-                                 rep->netdev);
-        /* what the driver queued before the object existed goes now */
-        qemu_bh_schedule(esw->bh);
-    }
-    return ret;
+    rep->vf = member - 1;
+    return rep_open(rep, done, opaque, errp);
 }
 
 int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id)
@@ -367,7 +465,7 @@ void vsriov_eswitch_cap(VsriovESwitch *esw, struct vsriov_net_eswitch_cap *c)
 void vsriov_eswitch_reset(VsriovESwitch *esw)
 {
     for (unsigned i = 0; i < esw->nreps; i++) {
-        if (esw->reps[i].vf >= 0) {
+        if (esw->reps[i].vf >= 0 || esw->reps[i].opening) {
             rep_unbind(&esw->reps[i]);
         }
     }
@@ -382,6 +480,11 @@ bool vsriov_eswitch_switchdev(VsriovESwitch *esw)
     return esw->switchdev;
 }
 
+VsriovPF *vsriov_eswitch_pf(VsriovESwitch *esw)
+{
+    return esw->vpf;
+}
+
 bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
                            const char **netdev, VsriovRepStats *st)
 {
@@ -390,7 +493,7 @@ bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
 
         if (rep->vf == vf) {
             *id = rep->id;
-            *netdev = rep->netdev;
+            *netdev = rep->netdev;  /* (NULL while it is opened) */
             *st = rep->st;
             return true;
         }
@@ -426,7 +529,9 @@ static bool esw_post_load(void *opaque, int version_id, Error **errp)
                        vf);
             return false;
         }
-        if (rep_bind(rep, vf, errp) < 0) {
+        /* (a provider that answers later connects it then, or says why) */
+        rep->vf = vf;
+        if (rep_open(rep, NULL, NULL, errp) < 0) {
             error_prepend(errp, "representor %u: ", i);
             return false;
         }
@@ -520,6 +625,13 @@ void vsriov_eswitch_exit(VsriovESwitch *esw)
         return;
     }
     vsriov_eswitch_reset(esw);
+    while (!QLIST_EMPTY(&esw->opens)) {
+        RepOpen *o = QLIST_FIRST(&esw->opens);
+
+        o->esw = NULL;  /* its answer gives back what it gets */
+        QLIST_REMOVE(o, next);
+        QLIST_INSERT_HEAD(&orphans, o, next);
+    }
     vmstate_unregister(VMSTATE_IF(esw->vpf->pf), &vmstate_vsriov_eswitch, esw);
     g_hash_table_remove(eswitches, esw->vdev);
     for (unsigned i = 0; i < esw->nreps; i++) {

@@ -62,22 +62,31 @@ void vsriov_eswitch_exit(VsriovESwitch *esw);
 void vsriov_eswitch_reset(VsriovESwitch *esw);
 void vsriov_eswitch_cap(VsriovESwitch *esw, struct vsriov_net_eswitch_cap *c);
 /*
+ * The end of a representor's creation that did not complete at once: @ret
+ * 0 or a negative errno as below.  The caller returns false if it no
+ * longer wants the representor: it goes again.
+ */
+typedef bool VsriovESwitchDone(VsriovESwitch *esw, int ret, void *opaque);
+/*
  * Create object @type @id with its specific @data (@len bytes): 0, or
  * -EOPNOTSUPP (the driver did not negotiate VIRTIO_NET_F_ESWITCH),
  * -EINVAL (a bad field), -EBUSY (VF Enable is clear), -ENODEV (no such
- * member), -EEXIST (exists
- * already), -EPERM (the pool gives the VF no representor), -ENOSPC (its
- * backend is missing or in use), with @errp set for the last two.
- * Nothing changes on error.
+ * member), -EEXIST (exists already), or what the pool's rep_open says:
+ * -EPERM (it gives the VF no representor), -ENOSPC (its backend is
+ * missing or in use), -ETIMEDOUT..., with @errp set; or 1: the pool
+ * answers later, and @done gets the outcome.  Nothing changes on error.
  */
 int vsriov_eswitch_create(VsriovESwitch *esw, uint16_t type, uint32_t id,
-                          const void *data, size_t len, Error **errp);
+                          const void *data, size_t len,
+                          VsriovESwitchDone *done, void *opaque,
+                          Error **errp);
 /*
  * Destroy object @type @id: 0, or -ENOENT (none), -EBUSY (the eswitch
  * while representors exist), -EINVAL (a bad type or eswitch id).
  */
 int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id);
 bool vsriov_eswitch_switchdev(VsriovESwitch *esw);
+VsriovPF *vsriov_eswitch_pf(VsriovESwitch *esw);
 /* VF @vf's representor: its id, its backend's netdev id, its counters. */
 bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
                            const char **netdev, VsriovRepStats *st);

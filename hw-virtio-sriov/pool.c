@@ -137,35 +137,71 @@ static void pool_release(VsriovPool *pool, const char *id)
     }
 }
 
-static const char *pool_rep_netdev(VsriovPool *pool, const char *id)
+static bool pool_has_reps(VsriovPool *pool)
 {
-    if (!pool->reps->len) {
-        return NULL;
-    }
-    if (!id) {
-        return "";
-    }
-    for (guint i = 0; i < pool->entries->len; i++) {
-        if (!strcmp(pool_entry(pool, i)->netdev, id)) {
-            return g_ptr_array_index(pool->reps, i);
-        }
-    }
-    return NULL;
+    return pool->reps->len;
 }
 
-const char *vsriov_pool_rep_netdev(VsriovPool *pool, NetClientState *backend)
+/* A static pool's: rep-netdevs names them, one per entry of netdevs. */
+static void pool_rep_open(VsriovPool *pool, const char *id,
+                          VsriovPoolRepDone *done, void *opaque)
 {
-    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+    const char *pid = object_get_canonical_path_component(OBJECT(pool));
+    Error *err = NULL;
 
-    return backend && pc->rep_netdev ? pc->rep_netdev(pool, backend->name)
-                                     : NULL;
+    for (guint i = 0; i < pool->entries->len && i < pool->reps->len; i++) {
+        const char *rep = g_ptr_array_index(pool->reps, i);
+        NetClientState *nc;
+
+        if (strcmp(pool_entry(pool, i)->netdev, id)) {
+            continue;
+        }
+        nc = qemu_find_netdev(rep);
+        if (!nc || nc->peer || nc->info->type == NET_CLIENT_DRIVER_NIC) {
+            error_setg(&err, "vsriov-pool '%s': representor backend '%s' "
+                       "of netdev '%s' %s", pid, rep, id,
+                       !nc ? "does not exist" : "is in use");
+            done(opaque, NULL, -ENOSPC, err);
+            return;
+        }
+        done(opaque, rep, 0, NULL);
+        return;
+    }
+    error_setg(&err, "vsriov-pool '%s' gives netdev '%s' no representor",
+               pid, id);
+    done(opaque, NULL, -EPERM, err);
 }
 
 bool vsriov_pool_has_reps(VsriovPool *pool)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
 
-    return pc->rep_netdev && pc->rep_netdev(pool, NULL);
+    return pc->has_reps && pc->has_reps(pool);
+}
+
+void vsriov_pool_rep_open(VsriovPool *pool, NetClientState *backend,
+                          VsriovPoolRepDone *done, void *opaque)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+    Error *err = NULL;
+
+    if (!backend || !pc->rep_open) {
+        error_setg(&err, "vsriov-pool '%s': the VF has no backend",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        done(opaque, NULL, -EPERM, err);
+        return;
+    }
+    pc->rep_open(pool, backend->name, done, opaque);
+}
+
+void vsriov_pool_rep_close(VsriovPool *pool, const char *id,
+                           const char *rep)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    if (pc->rep_close) {
+        pc->rep_close(pool, id, rep);
+    }
 }
 
 /* A list of netdev ids: none empty, none twice. */
@@ -375,7 +411,8 @@ static void pool_class_init(ObjectClass *oc, const void *data)
     pc->claim = pool_claim;
     pc->release = pool_release;
     pc->unusable = pool_unusable;
-    pc->rep_netdev = pool_rep_netdev;
+    pc->has_reps = pool_has_reps;
+    pc->rep_open = pool_rep_open;
 
     object_class_property_add(oc, "netdevs", "strList",
                               pool_get_netdevs, pool_set_netdevs,

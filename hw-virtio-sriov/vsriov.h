@@ -68,6 +68,10 @@ OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 /* Completion of a provider's asynchronous operation (see configure). */
 typedef void VsriovPoolDone(void *opaque, int ret, Error *err);
 
+/* Completion of rep_open: @netdev valid during the call, or @ret < 0. */
+typedef void VsriovPoolRepDone(void *opaque, const char *netdev, int ret,
+                               Error *err);
+
 /*
  * Completion of claim_async: @ncs[0..@n-1] the backends claimed (the
  * array is the callee's, valid during the call), or @n 0, a negative
@@ -155,12 +159,21 @@ struct VsriovPoolClass {
     void (*set_incoming_handover)(VsriovPool *pool,
                                   const uint8_t token[VSRIOV_HANDOVER_SIZE]);
     /*
-     * Optional: the id of the netdev that is the host side of the
-     * representor of the VF whose backend is netdev @id (switchdev mode,
-     * eswitch.c), or NULL if the pool gives that VF none.  @id NULL: whether
-     * it gives any VF one (non-NULL then, not a netdev id).
+     * Optional (switchdev mode, eswitch.c): whether the pool may give its
+     * VFs representors at all, and the host side of the representor of
+     * the VF whose backend is netdev @id: @done gets the id of a netdev,
+     * the pool's until rep_close(), or a negative errno with an error it
+     * hands over: -EPERM the pool gives that VF none (its policy),
+     * -ENOSPC its backend is missing or in use, -ETIMEDOUT its provider
+     * did not answer in time, another: it could not.  @done is called
+     * exactly once, from the main loop, within the call (a static pool) or
+     * later (a daemon's).
      */
-    const char *(*rep_netdev)(VsriovPool *pool, const char *id);
+    bool (*has_reps)(VsriovPool *pool);
+    void (*rep_open)(VsriovPool *pool, const char *id,
+                     VsriovPoolRepDone *done, void *opaque);
+    /* The representor backend @rep that rep_open gave for @id goes. */
+    void (*rep_close)(VsriovPool *pool, const char *id, const char *rep);
 };
 
 /*
@@ -169,10 +182,12 @@ struct VsriovPoolClass {
  */
 void vsriov_pool_use(VsriovPool *pool);
 void vsriov_pool_unuse(VsriovPool *pool);
-/* VsriovPoolClass.rep_netdev, for the VF whose backend is @backend */
-const char *vsriov_pool_rep_netdev(VsriovPool *pool,
-                                   NetClientState *backend);
+/* VsriovPoolClass's representor methods (none: the pool gives none). */
 bool vsriov_pool_has_reps(VsriovPool *pool);
+void vsriov_pool_rep_open(VsriovPool *pool, NetClientState *backend,
+                          VsriovPoolRepDone *done, void *opaque);
+void vsriov_pool_rep_close(VsriovPool *pool, const char *id,
+                           const char *rep);
 
 typedef struct VsriovPoolEntry {
     char *netdev;       /* -netdev id */
