@@ -8,11 +8,12 @@ import socket
 import struct
 
 MAGIC, VERSION, HEADER = 0x31445056, 1, 16
-CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REPLY, ERROR = 1, 2, 3, 4, 5, 64, 65
+CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REP_OPEN, REP_CLOSE = 1, 2, 3, 4, 5, 6, 7
+REPLY, ERROR = 64, 65
 A = dict(POOL=1, OWNER=2, COUNT=3, HANDLE=4, VF=5, VF_INDEX=6, MAC=7, VLAN=8, QOS=9,
          VLAN_PROTO=10, SPOOFCHK=11, TRUST=12, LINK_STATE=13, MIN_TX_RATE=14,
          MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18, PORT=19, FLOW=20,
-         HANDOVER=21)
+         HANDOVER=21, REP_PORT=22)
 NAMES = {v: k for k, v in A.items()}
 FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROTO="<H",
            SPOOFCHK="B", TRUST="B", LINK_STATE="B", MIN_TX_RATE="<I", MAX_TX_RATE="<I",
@@ -160,6 +161,18 @@ class Client:
             items.append(("HANDOVER", handover))
         out, _ = self.request(SET_ATTRS, items)
         return dict(out)["VF"]
+
+    def rep_open(self, handle):
+        """(port name, tap fd) of the VF @handle's new representor port."""
+        out, fds = self.request(REP_OPEN, [("HANDLE", handle)])
+        port = dict(out).get("PORT")
+        if len(fds) != 1 or not port:
+            close_fds(fds)
+            raise ProtocolError(f"REP_OPEN answered with {len(fds)} fd(s): {out}")
+        return port, fds[0]
+
+    def rep_close(self, handle):
+        self.request(REP_CLOSE, [("HANDLE", handle)])
 
     def query(self):
         return [v for n, v in self.request(QUERY)[0] if n == "VF"]

@@ -26,6 +26,9 @@ GOLDEN = {
     "reply-claim": (vpd.REPLY, 7, [("VF", [("HANDLE", 3), ("VF_INDEX", 2), ("MAC", MAC),
                                            ("SPOOFCHK", 1),
                                            ("VHOST_PATH", "/dev/vhost-vdpa-2")])]),
+    "rep-open": (vpd.REP_OPEN, 12, [("HANDLE", 3)]),
+    "rep-close": (vpd.REP_CLOSE, 13, [("HANDLE", 3)]),
+    "reply-rep-open": (vpd.REPLY, 12, [("PORT", "vrvpd-sw0-0")]),
     "error": (vpd.ERROR, 11, [("ERRNO", 28),
                               ("MESSAGE", "pool 'a' has 0 free VF(s), 1 asked")]),
 }

@@ -38,6 +38,7 @@ static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_PORT] = K_STR,
 	[VPD_A_FLOW] = K_STR,
 	[VPD_A_HANDOVER] = K_TOKEN,
+	[VPD_A_REP_PORT] = K_STR,
 };
 
 #define MAX_STR 1024
@@ -157,6 +158,8 @@ static bool known_type(uint16_t type)
 	case VPD_MSG_SET_ATTRS:
 	case VPD_MSG_QUERY:
 	case VPD_MSG_STATUS:
+	case VPD_MSG_REP_OPEN:
+	case VPD_MSG_REP_CLOSE:
 	case VPD_MSG_REPLY:
 	case VPD_MSG_ERROR:
 		return true;

@@ -37,6 +37,9 @@ enum vpd_msg_type {
 	VPD_MSG_STATUS = 5,     /* -> every pooled VF, with POOL, OWNER and
 				 * COUNT (0 free, 1 claimed, 2 claimed by a
 				 * process not connected); root only */
+	VPD_MSG_REP_OPEN = 6,   /* handle -> PORT + the representor's tap fd
+				 * (pools with switchdev = yes) */
+	VPD_MSG_REP_CLOSE = 7,  /* handle: its representor port goes */
 	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
 	VPD_MSG_ERROR = 65,     /* errno, message */
 };
@@ -60,14 +63,17 @@ enum vpd_attr {
 	VPD_A_VHOST_PATH = 16,  /* string: /dev/vhost-vdpa-N */
 	VPD_A_ERRNO = 17,       /* u32 */
 	VPD_A_MESSAGE = 18,     /* string */
-	VPD_A_PORT = 19,        /* string: the VF's representor (STATUS) */
+	VPD_A_PORT = 19,        /* string: in STATUS, the VF's own OVS port; in
+				 * a REP_OPEN reply, QUERY and SET_ATTRS, its
+				 * representor port (when it has one) */
 	VPD_A_FLOW = 20,        /* string, repeated: an OVS flow of the VF and
 				 * its counters (STATUS) */
 	VPD_A_HANDOVER = 21,    /* 16 bytes: in a CLAIM (any value), asks for
 				 * the connection's hand-over token, which the
 				 * REPLY carries; in a SET_ATTRS, another
 				 * connection's token */
-	VPD_A_MAX = 21,
+	VPD_A_REP_PORT = 22,    /* string: the VF's representor port (STATUS) */
+	VPD_A_MAX = 22,
 };
 
 /* A parsed attribute; value points into the message buffer. */

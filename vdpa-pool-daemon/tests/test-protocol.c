@@ -84,6 +84,15 @@ static GBytes *golden_build(const char *name)
 		vpd_put_u8(&b, VPD_A_SPOOFCHK, 1);
 		vpd_put_str(&b, VPD_A_VHOST_PATH, "/dev/vhost-vdpa-2");
 		vpd_nest_end(&b);
+	} else if (!strcmp(name, "rep-open")) {
+		vpd_builder_init(&b, VPD_MSG_REP_OPEN, 12);
+		vpd_put_u32(&b, VPD_A_HANDLE, 3);
+	} else if (!strcmp(name, "rep-close")) {
+		vpd_builder_init(&b, VPD_MSG_REP_CLOSE, 13);
+		vpd_put_u32(&b, VPD_A_HANDLE, 3);
+	} else if (!strcmp(name, "reply-rep-open")) {
+		vpd_builder_init(&b, VPD_MSG_REPLY, 12);
+		vpd_put_str(&b, VPD_A_PORT, "vrvpd-sw0-0");
 	} else if (!strcmp(name, "error")) {
 		vpd_builder_init(&b, VPD_MSG_ERROR, 11);
 		vpd_put_u32(&b, VPD_A_ERRNO, 28);
@@ -136,7 +145,7 @@ static void test_golden(void)
 		g_assert_nonnull(msg);
 		n++;
 	}
-	g_assert_cmpuint(n, ==, 6);
+	g_assert_cmpuint(n, ==, 9);
 }
 
 static void test_roundtrip_claim(void)
@@ -161,6 +170,59 @@ static void test_roundtrip_claim(void)
 	g_assert_null(vpd_attr_str(vpd_msg_get(msg, VPD_A_COUNT)));
 	/* every attribute is 4-byte aligned */
 	g_assert_cmpuint(len % 4, ==, 0);
+}
+
+/* REP_OPEN and REP_CLOSE, and a STATUS VF with both of its ports. */
+static void test_roundtrip_rep(void)
+{
+	static const uint16_t types[] = { VPD_MSG_REP_OPEN, VPD_MSG_REP_CLOSE };
+
+	for (unsigned i = 0; i < G_N_ELEMENTS(types); i++) {
+		struct vpd_builder b;
+		g_autoptr(GBytes) bytes = NULL;
+		g_autoptr(GError) err = NULL;
+		g_autoptr(vpd_msg) msg = NULL;
+		uint32_t h = 0;
+
+		vpd_builder_init(&b, types[i], 40 + i);
+		vpd_put_u32(&b, VPD_A_HANDLE, 5);
+		bytes = vpd_builder_finish(&b);
+		msg = vpd_msg_parse(bytes, &err);
+		g_assert_no_error(err);
+		g_assert_cmpuint(msg->type, ==, types[i]);
+		g_assert_cmpuint(msg->seq, ==, 40 + i);
+		g_assert_true(vpd_attr_u32(vpd_msg_get(msg, VPD_A_HANDLE), &h));
+		g_assert_cmpuint(h, ==, 5);
+	}
+	{
+		struct vpd_builder b;
+		g_autoptr(GBytes) bytes = NULL;
+		g_autoptr(GError) err = NULL;
+		g_autoptr(vpd_msg) msg = NULL;
+		g_autoptr(GArray) in = NULL;
+		const char *port = NULL, *rep = NULL;
+
+		vpd_builder_init(&b, VPD_MSG_REPLY, 9);
+		vpd_nest_start(&b, VPD_A_VF);
+		vpd_put_u32(&b, VPD_A_HANDLE, 0);
+		vpd_put_str(&b, VPD_A_PORT, "vpd-sw0-0");
+		vpd_put_str(&b, VPD_A_REP_PORT, "vrvpd-sw0-0");
+		vpd_nest_end(&b);
+		bytes = vpd_builder_finish(&b);
+		msg = vpd_msg_parse(bytes, &err);
+		g_assert_no_error(err);
+		in = vpd_attr_nested(vpd_msg_get(msg, VPD_A_VF));
+		for (unsigned j = 0; j < in->len; j++) {
+			const struct vpd_attr_view *x = &g_array_index(in, struct vpd_attr_view, j);
+
+			if (x->type == VPD_A_PORT)
+				port = vpd_attr_str(x);
+			else if (x->type == VPD_A_REP_PORT)
+				rep = vpd_attr_str(x);
+		}
+		g_assert_cmpstr(port, ==, "vpd-sw0-0");
+		g_assert_cmpstr(rep, ==, "vrvpd-sw0-0");
+	}
 }
 
 static void test_roundtrip_nested(void)
@@ -239,6 +301,11 @@ static const struct bad_case bad_cases[] = {
 	{ "magic", 0x12345678, 1, 1, {0}, 0, 0, "bad magic" },
 	{ "version", VPD_MAGIC, 2, 1, {0}, 0, 0, "unsupported protocol version" },
 	{ "type", VPD_MAGIC, 1, 99, {0}, 0, 0, "unknown message type" },
+	{ "type-after-rep-close", VPD_MAGIC, 1, 8, {0}, 0, 0, "unknown message type" },
+	{ "type-zero", VPD_MAGIC, 1, 0, {0}, 0, 0, "unknown message type" },
+	{ "rep-port-no-nul", VPD_MAGIC, 1, VPD_MSG_REPLY, { 22, 0, 2, 0, 'v', 'r', 0, 0 }, 8, 0,
+	  "string attribute not NUL-terminated or too long" },
+	{ "rep-port-attr-after", OK_HDR, { 23, 0, 4, 0, 1, 0, 0, 0 }, 8, 0, "unknown attribute" },
 	{ "length-mismatch", OK_HDR, { 3, 0, 4, 0, 1, 0, 0, 0 }, 8, 4,
 	  "message length differs from its header" },
 	{ "huge-length", OK_HDR, {0}, 0, VPD_MAX_PAYLOAD + 1, "payload too large" },
@@ -351,6 +418,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/protocol/golden", test_golden);
 	g_test_add_func("/protocol/roundtrip-claim", test_roundtrip_claim);
 	g_test_add_func("/protocol/roundtrip-nested", test_roundtrip_nested);
+	g_test_add_func("/protocol/roundtrip-rep", test_roundtrip_rep);
 	g_test_add_func("/protocol/short-input", test_short_input);
 	g_test_add_func("/protocol/mutations", test_mutations);
 	for (unsigned i = 0; i < G_N_ELEMENTS(bad_cases); i++) {
