@@ -656,6 +656,157 @@ static void daemon_release(VsriovPool *pool, const char *netdev)
     }
 }
 
+/* ---- representors (switchdev mode, eswitch.c) ------------------------ */
+
+/* The pool slot whose VF has netdev @netdev, or -1. */
+static int slot_of(VsriovDaemonPool *dp, const char *netdev)
+{
+    for (uint32_t i = 0; i < dp->count; i++) {
+        g_autofree char *id = entry_netdev(dp, i);
+
+        if (!strcmp(id, netdev)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static char *rep_netdev(VsriovDaemonPool *dp, uint32_t i)
+{
+    return g_strdup_printf("%s.rep%u", dp_id(dp), i);
+}
+
+typedef struct RepCall {
+    VsriovDaemonPool *dp;
+    uint32_t slot;
+    uint32_t handle;
+    VsriovPoolRepDone *done;
+    void *opaque;
+} RepCall;
+
+static void rep_close_done(DaemonReq *req)
+{
+    g_autofree RepCall *call = req->opaque;
+
+    /* (ENOENT: it had none any more, e.g. the VF went first) */
+    if (req->err && req->err != ENOENT) {
+        error_prepend(&req->error, "vsriov-daemon-pool '%s': REP_CLOSE of "
+                      "VF handle %u: ", dp_id(call->dp), call->handle);
+        vsriov_report_guest_err(g_steal_pointer(&req->error));
+    }
+}
+
+static void send_rep_close(VsriovDaemonPool *dp, uint32_t handle)
+{
+    struct vpd_builder *m = msg_new(VPD_MSG_REP_CLOSE);
+    RepCall *call = g_new0(RepCall, 1);
+
+    call->dp = dp;
+    call->handle = handle;
+    vpd_put_u32(m, VPD_A_HANDLE, handle);
+    vsriov_daemon_send(dp->client, m, 0, rep_close_done, call);
+}
+
+/*
+ * REP_OPEN's answer: the representor port's tap, which becomes netdev
+ * "<pool>.rep<slot>" (a tap netdev on that descriptor).
+ */
+static void rep_open_done(DaemonReq *req)
+{
+    g_autofree RepCall *call = req->opaque;
+    VsriovDaemonPool *dp = call->dp;
+    g_autofree char *id = rep_netdev(dp, call->slot);
+    Error *err = g_steal_pointer(&req->error);
+    int ret = -req->err;
+
+    if (!ret && req->nfds != 1) {
+        error_setg(&err, "the daemon's answer to REP_OPEN has %d "
+                   "descriptor(s), not 1", req->nfds);
+        ret = -EIO;
+    }
+    if (!ret) {
+        g_autofree char *fd = g_strdup_printf("%d", req->fds[0]);
+        Netdev nd = {
+            .id = id,
+            .type = NET_CLIENT_DRIVER_TAP,
+            .u.tap.fd = fd,
+        };
+
+        qmp_netdev_add(&nd, &err);
+        if (!qemu_find_netdev(id)) {
+            /* (a tap that took the descriptor closed it) */
+            if (fcntl(req->fds[0], F_GETFD) != -1) {
+                close(req->fds[0]);
+            }
+            ret = -EIO;
+        }
+        req->fds[0] = -1;
+        if (ret) {
+            send_rep_close(dp, call->handle);
+        }
+    }
+    for (int i = 0; i < req->nfds; i++) {
+        if (req->fds[i] >= 0) {
+            close(req->fds[i]);
+        }
+    }
+    if (err) {
+        error_prepend(&err, "vsriov-daemon-pool '%s': representor of VF "
+                      "handle %u: ", dp_id(dp), call->handle);
+    }
+    /* (the daemon's refusals: ENOENT the VF is not ours, EPERM its policy) */
+    call->done(call->opaque, ret ? NULL : id,
+               ret == -ENOENT ? -EPERM : ret, err);
+}
+
+static bool daemon_has_reps(VsriovPool *pool)
+{
+    return true;    /* the daemon's pool says (switchdev = yes) */
+}
+
+static void daemon_rep_open(VsriovPool *pool, const char *netdev,
+                            VsriovPoolRepDone *done, void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    int i = slot_of(dp, netdev);
+    RepCall *call;
+    struct vpd_builder *m;
+
+    if (i < 0) {
+        Error *err = NULL;
+
+        error_setg(&err, "vsriov-daemon-pool '%s': netdev '%s' is not one "
+                   "of its VFs", dp_id(dp), netdev);
+        done(opaque, NULL, -EPERM, err);
+        return;
+    }
+    call = g_new0(RepCall, 1);
+    call->dp = dp;
+    call->slot = i;
+    call->handle = dp->handles[i];
+    call->done = done;
+    call->opaque = opaque;
+    m = msg_new(VPD_MSG_REP_OPEN);
+    vpd_put_u32(m, VPD_A_HANDLE, dp->handles[i]);
+    vsriov_daemon_send(dp->client, m, 1, rep_open_done, call);
+}
+
+/* The tap goes (its port's interface with it), then the daemon's port. */
+static void daemon_rep_close(VsriovPool *pool, const char *netdev,
+                             const char *rep)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    NetClientState *nc = qemu_find_netdev(rep);
+    int i = slot_of(dp, netdev);
+
+    if (nc && !nc->peer) {
+        qemu_del_net_client(nc);
+    }
+    if (i >= 0) {
+        send_rep_close(dp, dp->handles[i]);
+    }
+}
+
 /* The daemon's MAC for its VF: what a VDUSE device cannot carry itself. */
 static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
                                MACAddr *mac)
@@ -1009,6 +1160,9 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->handover_token = daemon_handover_token;
     pc->set_incoming_handover = daemon_set_incoming_handover;
     pc->unusable = NULL;    /* its backends are the daemon's, made here */
+    pc->has_reps = daemon_has_reps;
+    pc->rep_open = daemon_rep_open;
+    pc->rep_close = daemon_rep_close;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",
