@@ -26,10 +26,11 @@ def cookie(kind, pf, vf):
     return 0x5650 << 48 | kind << 40 | pf << 16 | vf
 
 
-DENY, ALLOW, OTHERS = 1, 2, 3
+DENY, ALLOW, OTHERS, REP_DENY, TO_REP, FROM_REP = 1, 2, 3, 4, 5, 6
 MAGIC, MAGIC_MASK = 0x5650 << 48, 0xffff << 48
 ALL_BUT_KIND = ((1 << 64) - 1) & ~(0xff << 40)
 VF_PORT = 1004      # VF 3 of the second [pf]: 1 * 1000 + 3 + 1
+REP_PORT = 1504     # its representor port: 1 * 1000 + 500 + 3 + 1
 MAC = "02:00:00:00:00:10"
 
 
@@ -81,6 +82,10 @@ EXPECTED = {
     "bundle_add_allow_mac": bundle_add(12, add(12, ALLOW_MAC, ALLOW, "NORMAL")),
     "bundle_commit": bundle_ctrl(13, "COMMIT_REQUEST"),
     "bundle_discard": bundle_ctrl(14, "DISCARD_REQUEST"),
+    "add_rep_deny": add(15, f"priority=10,in_port={REP_PORT}", REP_DENY, "drop"),
+    "add_to_rep": add(16, f"priority=100,in_port={VF_PORT}", TO_REP, f"output:{REP_PORT}"),
+    "add_from_rep": add(17, f"priority=100,in_port={REP_PORT}", FROM_REP,
+                        f"output:{VF_PORT}"),
 }
 
 

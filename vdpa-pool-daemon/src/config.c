@@ -425,6 +425,10 @@ static bool pool_key(struct parser *p, const char *key, const char *val,
 		if (!parse_bool(val, &b))
 			return fail(p, error, "spoof-check must be yes or no, not '%s'", val);
 		pool->spoof_check = b;
+	} else if (!strcmp(key, "switchdev")) {
+		if (!parse_bool(val, &b))
+			return fail(p, error, "switchdev must be yes or no, not '%s'", val);
+		pool->switchdev = b;
 	} else if (!strcmp(key, "mac-handover")) {
 		if (!strcmp(val, "token"))
 			pool->mac_handover = VPD_HANDOVER_TOKEN;
@@ -474,6 +478,10 @@ static bool check_config(struct parser *p, GError **error)
 			return fail(p, error, "pool '%s' names PF '%s', which no [pf] section "
 				    "defines", pool->name, pf_name);
 		p->line = pool->line;
+		if (pool->switchdev && !cfg->ovs_bridge)
+			return fail(p, error, "pool '%s' has switchdev = yes, which needs "
+				    "ovs-bridge in [daemon]: representor ports are ports of "
+				    "the OVS bridge", pool->name);
 		if (pool->last_vf == UINT32_MAX) {
 			if (!pool->pf->num_vfs)
 				return fail(p, error, "pool '%s': PF '%s' has no VFs", pool->name,

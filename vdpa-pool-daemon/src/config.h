@@ -61,6 +61,12 @@ struct vpd_pool {
 	bool spoof_check;            /* default for claimed VFs (clients may not
 				      * turn it off unless trusted) */
 	enum vpd_mac_handover mac_handover;
+	/*
+	 * switchdev = yes: a client may give its claimed VFs representor
+	 * ports (REP_OPEN): a tap on the OVS bridge that the VF's traffic
+	 * goes to and comes from, instead of the VF's legacy flows.
+	 */
+	bool switchdev;
 	unsigned line;
 };
 

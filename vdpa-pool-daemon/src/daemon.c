@@ -32,6 +32,7 @@
 #include "provision.h"
 #include "server.h"
 #include "state.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +137,33 @@ static void flows_fake(GPtrArray *entries, void *fake, vpd_flows_done_fn done, v
 	}
 	a->f->pending++;
 	g_timeout_add(a->f->delay_ms, fake_answer, a);
+}
+
+/*
+ * --fake-vhost-dir: a representor port's "tap" is one end of a socket
+ * pair (the API's tests check the requests' rules, not a device).
+ */
+static int rep_open_fake(const char *name, int *ifindex, GError **error)
+{
+	int sv[2];
+
+	(void)name;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "fake tap: %s",
+			    g_strerror(errno));
+		return -1;
+	}
+	close(sv[1]);
+	*ifindex = 0;
+	return sv[0];
+}
+
+static bool rep_close_fake(const char *name, int ifindex, GError **error)
+{
+	(void)name;
+	(void)ifindex;
+	(void)error;
+	return true;
 }
 
 /*
@@ -514,11 +542,14 @@ int main(int argc, char **argv)
 	}
 	if (!fake_dir)
 		vpd_server_set_vdpa_mac(server, vpd_vdpa_set_mac);
+	if (fake_dir)
+		vpd_server_set_reps(server, rep_open_fake, rep_close_fake);
 	if (ovs) {
 		/* From here on, OVS is the worker thread's. */
 		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);
 		vpd_server_set_apply(server, apply_ovs, worker);
 		vpd_server_set_flows(server, flows_ovs, worker);
+		vpd_server_set_reps(server, vpd_tap_open, vpd_tap_remove);
 	}
 
 	loop = g_main_loop_new(NULL, FALSE);

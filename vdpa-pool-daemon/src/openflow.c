@@ -25,7 +25,10 @@ char *vpd_flow_to_string(const struct vpd_flow *f)
 	if (f->match_src)
 		g_string_append_printf(s, ",dl_src=%02x:%02x:%02x:%02x:%02x:%02x", f->src[0],
 				       f->src[1], f->src[2], f->src[3], f->src[4], f->src[5]);
-	g_string_append(s, f->normal ? " actions=NORMAL" : " actions=drop");
+	if (f->output)
+		g_string_append_printf(s, " actions=output:%u", f->output);
+	else
+		g_string_append(s, f->normal ? " actions=NORMAL" : " actions=drop");
 	return g_string_free(s, FALSE);
 }
 
@@ -135,13 +138,13 @@ void vpd_of_flow_mod(GByteArray *out, uint32_t xid, uint8_t command, const struc
 	put16(out, add ? 4 : 0);      /* OFPFF_RESET_COUNTS */
 	put16(out, 0);                /* importance */
 	put_match(out, add ? f : NULL);
-	if (add && f->normal) {
+	if (add && (f->normal || f->output)) {
 		put16(out, 4);        /* OFPIT_APPLY_ACTIONS */
 		put16(out, 24);
 		pad(out, 4);
 		put16(out, 0);        /* OFPAT_OUTPUT */
 		put16(out, 16);
-		put32(out, OFPP_NORMAL);
+		put32(out, f->output ? f->output : OFPP_NORMAL);
 		put16(out, 0xffff);   /* max_len: no buffering */
 		pad(out, 6);
 	}

@@ -5,7 +5,7 @@
  * the flow model they carry.
  *
  * A flow of the daemon matches at most an input port and an Ethernet
- * source and either drops or goes to NORMAL; which flows each VF gets is
+ * source and drops, goes to NORMAL or to one port; which flows each VF gets is
  * policy.h's business, sending them ofconn.h's.  No I/O here.  Decoded
  * back field by field in tests/test-ovs.c, and by OVS's own decoder
  * (ovs-ofctl ofp-print) in tests/unit/test_openflow_ofp_print.py.
@@ -23,7 +23,8 @@ struct vpd_flow {
 	uint32_t in_port;     /* 0: any */
 	bool match_src;
 	uint8_t src[6];
-	bool normal;          /* actions=NORMAL; else drop */
+	bool normal;          /* actions=NORMAL; else drop ... */
+	uint32_t output;      /* ... or, not 0, actions=output:PORT */
 };
 
 /* A flow as ovs-ofctl prints it (without counters). */

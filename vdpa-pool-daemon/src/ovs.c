@@ -28,9 +28,39 @@ struct vpd_ovs {
 	GHashTable *rows;  /* KEY -> the OVSDB update last committed for it */
 	GHashTable *open;  /* KEYs of entries whose allow flow OVS holds */
 	GHashTable *dirty; /* KEYs of entries whose last change failed: to do again */
+	GHashTable *reps;  /* KEY -> struct rep_row: the representor port OVS may hold */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 };
+
+/*
+ * A VF's representor port as OVS may hold it: its name, and its Port
+ * row's uuid when known (else looked up before it is removed).  Recorded
+ * before the transaction that inserts it is sent: whatever becomes of
+ * that transaction, removing the port is then not forgotten.
+ */
+struct rep_row {
+	char *name;
+	char *uuid;
+};
+
+static void rep_row_free(gpointer data)
+{
+	struct rep_row *r = data;
+
+	g_free(r->name);
+	g_free(r->uuid);
+	g_free(r);
+}
+
+static struct rep_row *rep_row_new(const char *name, const char *uuid)
+{
+	struct rep_row *r = g_new0(struct rep_row, 1);
+
+	r->name = g_strdup(name);
+	r->uuid = g_strdup(uuid);
+	return r;
+}
 
 /* Whether ovs-vswitchd may have forgotten the flows since the last sync. */
 static bool need_sync(const struct vpd_ovs *o)
@@ -192,6 +222,7 @@ struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
 	o->rows = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	o->open = g_hash_table_new(g_direct_hash, g_direct_equal);
 	o->dirty = g_hash_table_new(g_direct_hash, g_direct_equal);
+	o->reps = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, rep_row_free);
 	vpd_ovsdb_init(&o->db, db_path);
 	rundir = g_path_get_dirname(db_path);
 	vpd_ofconn_init(&o->of, g_strdup_printf("%s/%s.mgmt", rundir, cfg->ovs_bridge),
@@ -212,6 +243,7 @@ void vpd_ovs_free(struct vpd_ovs *o)
 	g_hash_table_unref(o->rows);
 	g_hash_table_unref(o->open);
 	g_hash_table_unref(o->dirty);
+	g_hash_table_unref(o->reps);
 	g_free(o);
 }
 
@@ -250,6 +282,46 @@ static void insert_end(JsonBuilder *ops, const char *uuid_name)
 {
 	json_builder_end_object(ops);
 	set_str(ops, "uuid-name", uuid_name);
+	op_end(ops);
+}
+
+/*
+ * The insert of e's representor port into the bridge (Interface, Port and
+ * the bridge's ports; rows named "ri<n>" and "rp<n>"): 3 operations.
+ */
+static void rep_insert_ops(struct vpd_ovs *o, JsonBuilder *ops, const struct vpd_entry *e,
+			   unsigned n)
+{
+	g_autofree char *iname = g_strdup_printf("ri%u", n);
+	g_autofree char *pname = g_strdup_printf("rp%u", n);
+
+	insert_begin(ops, "Interface", e->rep_port);
+	vpd_rep_interface_columns(ops, e, vpd_rep_ofport(pf_index(o, e->pool->pf), e->vf));
+	insert_end(ops, iname);
+	insert_begin(ops, "Port", e->rep_port);
+	json_builder_set_member_name(ops, "interfaces");
+	add_uuid(ops, "ri", n, NULL);
+	vpd_rep_port_columns(ops, e);
+	insert_end(ops, pname);
+	mutate_ports(ops, o->cfg->ovs_bridge, "insert", "rp", n, NULL);
+}
+
+/* The updates that give e's representor port's rows their columns. */
+static void rep_update_ops(struct vpd_ovs *o, JsonBuilder *ops, const struct vpd_entry *e)
+{
+	op_begin(ops, "update", "Port");
+	where_name(ops, e->rep_port);
+	json_builder_set_member_name(ops, "row");
+	json_builder_begin_object(ops);
+	vpd_rep_port_columns(ops, e);
+	json_builder_end_object(ops);
+	op_end(ops);
+	op_begin(ops, "update", "Interface");
+	where_name(ops, e->rep_port);
+	json_builder_set_member_name(ops, "row");
+	json_builder_begin_object(ops);
+	vpd_rep_interface_columns(ops, e, vpd_rep_ofport(pf_index(o, e->pool->pf), e->vf));
+	json_builder_end_object(ops);
 	op_end(ops);
 }
 
@@ -403,8 +475,14 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 	const struct vpd_json *rows, *ports;
 	unsigned n_new = 0, n_ops = 0;
 
-	for (unsigned i = 0; i < pools->entries->len; i++)
-		g_hash_table_add(pooled, ((struct vpd_entry *)pools->entries->pdata[i])->rep);
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+
+		g_hash_table_add(pooled, e->rep);
+		/* (a representor port of a VF that has none now is stale) */
+		if (e->rep_port)
+			g_hash_table_add(pooled, e->rep_port);
+	}
 
 	/* Which ports exist, and which of them are the bridge's. */
 	op_select(ops, "Port", NULL, port_cols);
@@ -449,6 +527,18 @@ static bool sync_ports(struct vpd_ovs *o, struct vpd_pools *pools, GError **erro
 		const struct vpd_entry *e = pools->entries->pdata[i];
 		uint32_t ofport = vpd_vf_ofport(pf_index(o, e->pool->pf), e->vf);
 
+		if (e->rep_port && g_hash_table_contains(ours, e->rep_port)) {
+			rep_update_ops(o, ops, e);
+			n_ops++;
+		} else if (e->rep_port && g_hash_table_contains(exists, e->rep_port)) {
+			return vpd_ovs_fail(error, G_IO_ERROR_EXISTS,
+					    "OVS: representor port %s of VF %u of pool '%s' is a "
+					    "port of another bridge than %s", e->rep_port, e->vf,
+					    e->pool->name, br);
+		} else if (e->rep_port) {
+			rep_insert_ops(o, ops, e, i);
+			n_ops++;
+		}
 		n_ops++;
 		if (g_hash_table_contains(ours, e->rep)) {
 			update_ops(ops, e, ofport);
@@ -589,7 +679,7 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	add_mod(mods, VPD_OFPFC_ADD, &others, 0);
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
-		struct vpd_flow f[2];
+		struct vpd_flow f[VPD_VF_MAX_FLOWS];
 		unsigned n = vpd_vf_flows(e, pf_index(o, e->pool->pf), f);
 
 		for (unsigned j = 0; j < n; j++)
@@ -600,6 +690,17 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 		return false;
 	g_hash_table_remove_all(o->rows);
 	g_hash_table_remove_all(o->dirty);
+	/*
+	 * (Representor ports' port numbers are not waited for: a tap whose
+	 * client closed it is a port OVS cannot open, the client's doing.)
+	 */
+	g_hash_table_remove_all(o->reps);
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (e->rep_port)
+			g_hash_table_insert(o->reps, KEY(e), rep_row_new(e->rep_port, NULL));
+	}
 	o->need_sync = o->of.reconnected = false;
 	g_message("OVS: bridge %s holds %u VF port(s) and their flows", o->cfg->ovs_bridge,
 		  pools->entries->len);
@@ -633,37 +734,120 @@ static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
 	}
 }
 
+/* The uuid of the Port row named name (NULL, no error: there is none). */
+static char *port_uuid(struct vpd_ovs *o, const char *name, GError **error)
+{
+	static const char *const cols[] = { "_uuid", NULL };
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
+	g_autoptr(vpd_json) res = NULL;
+	const struct vpd_json *u;
+
+	op_select(ops, "Port", name, cols);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
+	if (!res)
+		return NULL;
+	u = vpd_json_at(vpd_json_get(vpd_json_at(vpd_json_get(vpd_json_at(res, 0), "rows"), 0),
+				     "_uuid"), 1);
+	return u && u->type == VPD_JSON_STRING ? g_strdup(u->str) : NULL;
+}
+
+/*
+ * Whether OVS opened e's new representor port with its port number (once
+ * ovs-vswitchd applied the transaction that added it).
+ */
+static bool check_rep_port(struct vpd_ovs *o, const struct vpd_entry *e, GError **error)
+{
+	static const char *const cols[] = { "ofport", "error", NULL };
+	uint32_t want = vpd_rep_ofport(pf_index(o, e->pool->pf), e->vf);
+	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
+
+	op_select(ops, "Interface", e->rep_port, cols);
+	req = ops_end(ops);
+	for (;;) {
+		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, req, error);
+		const struct vpd_json *row = vpd_json_at(vpd_json_get(vpd_json_at(res, 0), "rows"),
+							 0);
+		const struct vpd_json *p = vpd_json_get(row, "ofport");
+		const struct vpd_json *err = vpd_json_get(row, "error");
+		int got = p && p->type == VPD_JSON_NUMBER ? (int)p->num : 0;
+
+		if (!res)
+			return false;
+		if (got == (int)want)
+			return true;
+		if (got < 0 || g_get_monotonic_time() > deadline)
+			return vpd_ovs_fail(error, G_IO_ERROR_FAILED,
+					    "OVS: representor port %s of VF %u got OpenFlow port "
+					    "%d, not %u (%s)", e->rep_port, e->vf, got, want,
+					    err && err->type == VPD_JSON_STRING ? err->str :
+					    got > 0 ? "the number is taken on the bridge" :
+					    "OVS could not open it");
+		g_usleep(2000);
+	}
+}
+
 /*
  * One VF's change: its OVSDB rows (skipped when they would not change,
  * e.g. a link state change) and its flows (one bundle).  Usually both go
  * out together and are waited for together: one round trip to OVS.  When
  * the VF's port opens (claimed, link up), OVSDB goes first and
  * ovs-vswitchd must have applied it (its VLAN leaves 4095) before the
- * allow flow comes; when it shuts, the allow flow goes first.  A change
- * that fails is kept and done again by vpd_ovs_tick().
+ * allow flow comes; when it shuts (also: a representor port comes), the
+ * allow flow goes first.  A representor port that comes or goes is in
+ * the same transaction; one that comes must have been opened by
+ * ovs-vswitchd, with its port number, before the change is done.  A
+ * change that fails is kept and done again by vpd_ovs_tick().
  */
 static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
 	static const char *const cols[] = { "next_cfg", NULL };
+	static const enum vpd_flow_kind gone[] = {
+		VPD_FLOW_ALLOW, VPD_FLOW_REP_DENY, VPD_FLOW_TO_REP, VPD_FLOW_FROM_REP,
+	};
 	unsigned pfi = pf_index(o, e->pool->pf);
 	g_autoptr(JsonBuilder) ops = ops_new();
 	g_autoptr(JsonNode) rows_ops = NULL;
 	g_autoptr(JsonNode) req = NULL;
 	g_autofree char *rows = NULL;
+	g_autofree char *del_uuid = NULL;
 	g_autoptr(vpd_json) res = NULL;
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
 	g_autoptr(GError) stale = NULL;
-	struct vpd_flow f[2], allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, pfi, e->vf) };
+	struct vpd_flow f[VPD_VF_MAX_FLOWS];
+	struct rep_row *had = g_hash_table_lookup(o->reps, KEY(e));
+	bool rep_add, rep_del;
 	const char *last;
 	gint64 t0 = g_get_monotonic_time();
 	uint32_t first = 0, commit = 0;
-	unsigned n, id = 0;
-	bool db, opening, closing, flows_sent = false;
+	unsigned n, id = 0, n_ops = 2, at_insert = 0, at_cfg = 0;
+	bool db, opening, closing, need_cfg, allow = false, flows_sent = false;
 
 	if (!e->rep)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND,
 				    "VF %u of pool '%s' has no representor", e->vf, e->pool->name);
+	if (had && !had->uuid) {
+		/* Whether OVS holds it after all (a sync, a transaction not answered). */
+		g_autoptr(GError) lookup = NULL;
+
+		had->uuid = port_uuid(o, had->name, &lookup);
+		if (lookup) {
+			g_propagate_error(error, g_steal_pointer(&lookup));
+			return false;
+		}
+		if (!had->uuid) {
+			g_hash_table_remove(o->reps, KEY(e));
+			had = NULL;
+		}
+	}
+	rep_add = e->rep_port && (!had || strcmp(had->name, e->rep_port));
+	rep_del = had && (!e->rep_port || strcmp(had->name, e->rep_port));
+	if (rep_del)
+		del_uuid = g_strdup(had->uuid);
 	{
 		/* the rows as they are to be: compared with the last committed */
 		g_autoptr(JsonBuilder) b = ops_new();
@@ -677,17 +861,38 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 			json_builder_add_value(ops, json_array_dup_element(a, i));
 	}
 	last = g_hash_table_lookup(o->rows, KEY(e));
-	db = !last || strcmp(last, rows);
+	db = !last || strcmp(last, rows) || rep_add || rep_del;
 	g_hash_table_remove(o->rows, KEY(e));
-	add_mod(mods, VPD_OFPFC_DELETE, &allow, ~0ull);  /* deletion first */
+	/* deletion first: every flow of the VF but its deny flow */
+	for (unsigned j = 0; j < G_N_ELEMENTS(gone); j++) {
+		struct vpd_flow del = { .cookie = vpd_flow_cookie(gone[j], pfi, e->vf) };
+
+		add_mod(mods, VPD_OFPFC_DELETE, &del, ~0ull);
+	}
 	n = vpd_vf_flows(e, pfi, f);
-	for (unsigned j = 1; j < n; j++)   /* f[0], the deny flow, stays */
+	for (unsigned j = 1; j < n; j++) {  /* f[0], the deny flow, stays */
 		add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
-	opening = n == 2 && !g_hash_table_contains(o->open, KEY(e)) && db;
-	closing = n == 1 && g_hash_table_contains(o->open, KEY(e));
+		allow |= f[j].normal;
+	}
+	opening = allow && !g_hash_table_contains(o->open, KEY(e)) && db;
+	closing = !allow && g_hash_table_contains(o->open, KEY(e));
+	need_cfg = opening || rep_add;
 	g_hash_table_remove(o->open, KEY(e));  /* unknown until committed */
 
-	if (opening) {  /* also: the new configuration's number */
+	if (rep_del) {
+		mutate_ports(ops, o->cfg->ovs_bridge, "delete", NULL, 0, del_uuid);
+		n_ops++;
+	}
+	if (rep_add) {
+		rep_insert_ops(o, ops, e, 0);
+		at_insert = n_ops + 1;  /* the Port's insert */
+		n_ops += 3;
+		/* (removed later even if what becomes of this is never known) */
+		g_hash_table_insert(o->reps, KEY(e), rep_row_new(e->rep_port, NULL));
+	} else if (rep_del) {
+		g_hash_table_remove(o->reps, KEY(e));
+	}
+	if (need_cfg) {  /* also: the new configuration's number */
 		op_begin(ops, "mutate", "Open_vSwitch");
 		where_name(ops, NULL);
 		json_builder_set_member_name(ops, "mutations");
@@ -700,6 +905,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 		json_builder_end_array(ops);
 		op_end(ops);
 		op_select(ops, "Open_vSwitch", NULL, cols);
+		at_cfg = n_ops + 1;
 	}
 	req = ops_end(ops);
 	if (closing) {
@@ -728,9 +934,16 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 				     "OVS: port %s of VF %u is gone from OVSDB", e->rep, e->vf);
 			g_clear_pointer(&res, vpd_json_free);
 		}
-		if (res && opening) {
+		if (res && rep_add) {
+			const struct vpd_json *u = vpd_json_at(vpd_json_get(vpd_json_at(res, at_insert),
+									   "uuid"), 1);
+
+			if (u && u->type == VPD_JSON_STRING)
+				g_hash_table_insert(o->reps, KEY(e), rep_row_new(e->rep_port, u->str));
+		}
+		if (res && need_cfg) {
 			const struct vpd_json *cfg = vpd_json_get(vpd_json_at(vpd_json_get(
-				vpd_json_at(res, 3), "rows"), 0), "next_cfg");
+				vpd_json_at(res, at_cfg), "rows"), 0), "next_cfg");
 
 			if (!cfg || cfg->type != VPD_JSON_NUMBER) {
 				vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
@@ -740,6 +953,8 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 				g_clear_pointer(&res, vpd_json_free);
 			}
 		}
+		if (res && rep_add && !check_rep_port(o, e, error))
+			g_clear_pointer(&res, vpd_json_free);
 		if (!res) {
 			if (flows_sent)
 				vpd_ofconn_wait(&o->of, first, commit, VPD_OFPT_BUNDLE_CONTROL,
@@ -758,7 +973,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 		return false;
 	if (db)
 		g_hash_table_insert(o->rows, KEY(e), g_steal_pointer(&rows));
-	if (n == 2)
+	if (allow)
 		g_hash_table_add(o->open, KEY(e));
 	g_debug("VF %u of pool '%s': %s and flows committed in %.2f ms", e->vf, e->pool->name,
 		db ? "port" : "(port unchanged)", (g_get_monotonic_time() - t0) / 1000.0);
@@ -838,7 +1053,7 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 	g_autoptr(GByteArray) req = g_byte_array_new();
 	GHashTable *by_cookie = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 						      g_free);  /* cookie -> counters */
-	struct vpd_flow f[2];
+	struct vpd_flow f[VPD_VF_MAX_FLOWS];
 	GPtrArray *lines = NULL;
 	uint32_t xid;
 	unsigned n;

@@ -22,16 +22,41 @@ uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf)
 	return pf_index * VPD_OFPORT_PER_PF + vf + 1;
 }
 
-unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_flow out[2])
+uint32_t vpd_rep_ofport(unsigned pf_index, unsigned vf)
+{
+	return pf_index * VPD_OFPORT_PER_PF + VPD_OFPORT_REP_BASE + vf + 1;
+}
+
+unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
+		      struct vpd_flow out[VPD_VF_MAX_FLOWS])
 {
 	static const uint8_t zero[6];
 	uint32_t port = vpd_vf_ofport(pf_index, e->vf);
+	uint32_t rep = vpd_rep_ofport(pf_index, e->vf);
 	unsigned n = 0;
 
 	out[n++] = (struct vpd_flow) {
 		.cookie = vpd_flow_cookie(VPD_FLOW_DENY, pf_index, e->vf),
 		.priority = 10, .in_port = port,
 	};
+	if (e->rep_port) {
+		/* switchdev: the VF and its representor port, nothing else */
+		out[n++] = (struct vpd_flow) {
+			.cookie = vpd_flow_cookie(VPD_FLOW_REP_DENY, pf_index, e->vf),
+			.priority = 10, .in_port = rep,
+		};
+		if (e->claimed && e->attrs.link_state != VPD_LINK_DISABLE) {
+			out[n++] = (struct vpd_flow) {
+				.cookie = vpd_flow_cookie(VPD_FLOW_TO_REP, pf_index, e->vf),
+				.priority = 100, .in_port = port, .output = rep,
+			};
+			out[n++] = (struct vpd_flow) {
+				.cookie = vpd_flow_cookie(VPD_FLOW_FROM_REP, pf_index, e->vf),
+				.priority = 100, .in_port = rep, .output = port,
+			};
+		}
+		return n;
+	}
 	if (vpd_entry_passes(e)) {
 		out[n] = (struct vpd_flow) {
 			.cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, pf_index, e->vf),
@@ -78,7 +103,7 @@ static void add_map(JsonBuilder *b, const char *const *kv)
 
 void vpd_vf_port_columns(JsonBuilder *b, const struct vpd_entry *e)
 {
-	bool qinq = e->claimed && e->attrs.vlan_proto == 0x88a8 && e->attrs.vlan;
+	bool qinq = e->claimed && !e->rep_port && e->attrs.vlan_proto == 0x88a8 && e->attrs.vlan;
 	const char *qinq_kv[] = { "qinq-ethtype", "802.1ad", NULL };
 	g_autofree char *vf = g_strdup_printf("%u", e->vf);
 	const char *ids[] = { "vpd-pool", e->pool->name, "vpd-vf", vf, NULL };
@@ -86,7 +111,7 @@ void vpd_vf_port_columns(JsonBuilder *b, const struct vpd_entry *e)
 	/* A VF that may not pass (free, or without a VLAN of its pool) sits
 	 * in the VLAN nothing else is in, so it receives nothing either. */
 	json_builder_set_member_name(b, "tag");
-	if (!e->claimed || (!e->attrs.vlan && e->pool->vlan_min)) {
+	if (!e->claimed || e->rep_port || (!e->attrs.vlan && e->pool->vlan_min)) {
 		json_builder_add_int_value(b, VPD_FREE_VLAN);
 		json_builder_set_member_name(b, "vlan_mode");
 		json_builder_add_string_value(b, "access");
@@ -126,6 +151,8 @@ void vpd_vf_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_
 		"vpd-link-state", link[a->link_state],
 		"vpd-min-tx-rate", min,
 		"vpd-max-tx-rate", max,
+		/* (without a representor port the list ends here) */
+		e->rep_port ? "vpd-representor" : NULL, e->rep_port,
 		NULL
 	};
 
@@ -142,4 +169,37 @@ void vpd_vf_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_
 	json_builder_add_int_value(b, rate / 10);
 	json_builder_set_member_name(b, "external_ids");
 	add_map(b, e->claimed ? ids : free_ids);
+}
+
+/* ---- a VF's representor port -------------------------------------------- */
+
+void vpd_rep_port_columns(JsonBuilder *b, const struct vpd_entry *e)
+{
+	g_autofree char *vf = g_strdup_printf("%u", e->vf);
+	const char *ids[] = {
+		"vpd-pool", e->pool->name, "vpd-vf", vf, "vpd-representor-of",
+		e->rep ? e->rep : "", NULL
+	};
+
+	json_builder_set_member_name(b, "tag");
+	json_builder_add_int_value(b, VPD_FREE_VLAN);
+	json_builder_set_member_name(b, "vlan_mode");
+	json_builder_add_string_value(b, "access");
+	json_builder_set_member_name(b, "external_ids");
+	add_map(b, ids);
+}
+
+void vpd_rep_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_t ofport)
+{
+	const char *ids[] = {
+		"vpd-state", "representor", "vpd-owner", e->owner ? e->owner : "",
+		"vpd-representor-of", e->rep ? e->rep : "", NULL
+	};
+
+	json_builder_set_member_name(b, "type");
+	json_builder_add_string_value(b, "system");
+	json_builder_set_member_name(b, "ofport_request");
+	json_builder_add_int_value(b, ofport);
+	json_builder_set_member_name(b, "external_ids");
+	add_map(b, ids);
 }

@@ -8,7 +8,9 @@
  * A free VF is default-deny: its port drops all it receives and sits in
  * VLAN 4095, which no claimed VF can be given, so it receives nothing
  * either.  A claimed VF's traffic is switched (NORMAL) in its VLAN, from
- * its MAC only when spoof checking is on.  Pure: no I/O (ovs.c sends it).
+ * its MAC only when spoof checking is on.  A VF with a representor port
+ * (switchdev pools) talks to that port only, both ways, and sits in VLAN
+ * 4095 meanwhile.  Pure: no I/O (ovs.c sends it).
  */
 #ifndef VPD_POLICY_H
 #define VPD_POLICY_H
@@ -28,14 +30,29 @@ enum vpd_flow_kind {
 	VPD_FLOW_DENY = 1,    /* in_port=VF: drop (always there) */
 	VPD_FLOW_ALLOW = 2,   /* in_port=VF[,dl_src=MAC]: NORMAL (claimed) */
 	VPD_FLOW_OTHERS = 3,  /* the bridge's other ports: NORMAL */
+	/* A VF with a representor port (switchdev pools, REP_OPEN): */
+	VPD_FLOW_REP_DENY = 4, /* in_port=REP: drop (while it has one) */
+	VPD_FLOW_TO_REP = 5,  /* in_port=VF: output:REP (claimed, link not disabled) */
+	VPD_FLOW_FROM_REP = 6, /* in_port=REP: output:VF (the same) */
 };
 #define VPD_FREE_VLAN 4095     /* the VLAN of free VFs */
 #define VPD_OFPORT_PER_PF 1000 /* VF v of the p-th [pf] is port p * 1000 + v + 1 */
+#define VPD_OFPORT_REP_BASE 500 /* its representor port, p * 1000 + 500 + v + 1 */
+#define VPD_VF_MAX_FLOWS 4     /* flows of one VF (with a representor port) */
 
 uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf);
 uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf);
-/* The flows of one VF in its current state (1 or 2); returns how many. */
-unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index, struct vpd_flow out[2]);
+/* The OpenFlow port number of VF vf's representor port. */
+uint32_t vpd_rep_ofport(unsigned pf_index, unsigned vf);
+/*
+ * The flows of one VF in its current state; returns how many.  Without a
+ * representor port: its deny flow, and while it passes (claimed, link not
+ * disabled, in a VLAN of its pool) its allow flow.  With one: the deny
+ * flows of both ports and, claimed and link not disabled, the two flows
+ * that join them; its legacy allow flow is off.
+ */
+unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
+		      struct vpd_flow out[VPD_VF_MAX_FLOWS]);
 /* The bridge's other ports' flow (uplinks...): NORMAL, below every VF's. */
 struct vpd_flow vpd_others_flow(void);
 /*
@@ -52,5 +69,13 @@ uint64_t vpd_vf_policing_rate(const struct vpd_entry *e);
 void vpd_vf_port_columns(JsonBuilder *b, const struct vpd_entry *e);
 /* The Interface row's columns for e's state, its port number ofport. */
 void vpd_vf_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_t ofport);
+/*
+ * The rows of e's representor port (e->rep_port): a kernel tap the daemon
+ * made, an Interface of type "system" (OVS's AF_PACKET on the userspace
+ * datapath) with port number ofport; the Port in VLAN 4095 (nothing the
+ * switch floods reaches it), named in external_ids.
+ */
+void vpd_rep_port_columns(JsonBuilder *b, const struct vpd_entry *e);
+void vpd_rep_interface_columns(JsonBuilder *b, const struct vpd_entry *e, uint32_t ofport);
 
 #endif

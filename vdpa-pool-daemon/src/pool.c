@@ -68,6 +68,7 @@ static void entry_free(gpointer data)
 	g_free(e->vdpa_dev);
 	g_free(e->vhost_path);
 	g_free(e->rep);
+	g_free(e->rep_port);
 	g_free(e);
 }
 
@@ -103,6 +104,7 @@ struct vpd_entry *vpd_entry_copy(const struct vpd_entry *e)
 	c->vdpa_dev = g_strdup(e->vdpa_dev);
 	c->vhost_path = g_strdup(e->vhost_path);
 	c->rep = g_strdup(e->rep);
+	c->rep_port = g_strdup(e->rep_port);
 	return c;
 }
 
@@ -213,6 +215,8 @@ static void entry_reset(struct vpd_entry *e)
 	e->pid = 0;
 	e->start_time = 0;
 	g_clear_pointer(&e->owner, g_free);
+	g_clear_pointer(&e->rep_port, g_free);
+	e->rep_ifindex = 0;
 	vpd_entry_default_attrs(e, &e->attrs);
 }
 

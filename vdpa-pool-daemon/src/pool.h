@@ -61,6 +61,13 @@ struct vpd_entry {
 	char *vdpa_dev;               /* its vDPA device, set by provisioning */
 	char *vhost_path;             /* /dev/vhost-vdpa-N of that device */
 	char *rep;                    /* its representor netdev, when OVS is used */
+	/*
+	 * Its representor port (switchdev pools, REP_OPEN; policy.h): a tap
+	 * on the OVS bridge that the VF's traffic goes to and comes from.
+	 * NULL: none.  Only while claimed: a release removes it.
+	 */
+	char *rep_port;
+	int rep_ifindex;              /* its tap's (tap.h) */
 };
 
 struct vpd_pools {

@@ -204,6 +204,9 @@ static int status(const char *path, bool json)
 			put_str(jb, "vhost", nested_str(a, VPD_A_VHOST_PATH));
 			if (nested_get(a, VPD_A_PORT)) {
 				put_str(jb, "port", nested_str(a, VPD_A_PORT));
+				if (nested_get(a, VPD_A_REP_PORT))
+					put_str(jb, "representor_port",
+						nested_str(a, VPD_A_REP_PORT));
 				json_builder_set_member_name(jb, "flows");
 				json_builder_begin_array(jb);
 				for (guint j = 0; j < a->len; j++) {
@@ -227,6 +230,9 @@ static int status(const char *path, bool json)
 			       nested_str(a, VPD_A_VHOST_PATH));
 			if (nested_get(a, VPD_A_PORT))
 				printf("%19s port %s\n", "", nested_str(a, VPD_A_PORT));
+			if (nested_get(a, VPD_A_REP_PORT))
+				printf("%19s representor port %s\n", "",
+				       nested_str(a, VPD_A_REP_PORT));
 			for (guint j = 0; j < a->len; j++) {
 				const struct vpd_attr_view *f =
 					&g_array_index(a, struct vpd_attr_view, j);
@@ -256,11 +262,12 @@ static void print_human(const struct vpd_config *cfg, const struct vpd_pools *po
 	for (unsigned i = 0; i < cfg->pools->len; i++) {
 		const struct vpd_pool *p = cfg->pools->pdata[i];
 
-		printf("pool %s: pf %s VFs %u-%u (%u free), VLANs %u-%u, MAC policy %s\n",
+		printf("pool %s: pf %s VFs %u-%u (%u free), VLANs %u-%u, MAC policy %s%s\n",
 		       p->name, p->pf->name, p->first_vf, p->last_vf,
 		       vpd_pools_free_count(pools, p->name), p->vlan_min, p->vlan_max,
 		       p->mac_policy == VPD_MAC_ANY ? "any" :
-		       p->mac_policy == VPD_MAC_LOCKED ? "locked" : "prefix");
+		       p->mac_policy == VPD_MAC_LOCKED ? "locked" : "prefix",
+		       p->switchdev ? ", switchdev (representor ports)" : "");
 	}
 }
 
@@ -295,6 +302,8 @@ static void print_json(const struct vpd_config *cfg, const struct vpd_pools *poo
 		put_int(b, "free", vpd_pools_free_count(pools, p->name));
 		put_int(b, "vlan_min", p->vlan_min);
 		put_int(b, "vlan_max", p->vlan_max);
+		json_builder_set_member_name(b, "switchdev");
+		json_builder_add_boolean_value(b, p->switchdev);
 		json_builder_end_object(b);
 	}
 	json_builder_end_array(b);

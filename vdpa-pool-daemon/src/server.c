@@ -7,6 +7,7 @@
 #include "proc.h"
 #include "protocol.h"
 #include "state.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,6 +81,8 @@ struct vpd_server {
 	vpd_flows_fn flows;
 	void *flows_opaque;
 	vpd_mac_fn set_mac;
+	vpd_rep_open_fn rep_open;
+	vpd_rep_close_fn rep_close;
 	GThreadPool *mac_pool;          /* one thread: the MAC changes in order */
 	unsigned mac_jobs;              /* pushed, not yet done in the loop */
 	GPtrArray *status_flows;        /* during one STATUS: each entry's flows, by handle */
@@ -243,14 +246,31 @@ static void set_vdpa_mac(struct vpd_server *s, struct vpd_entry *e, const uint8_
 	g_thread_pool_push(s->mac_pool, job, NULL);
 }
 
+/* e's representor port's tap goes, and the port (once applied). */
+static void rep_remove(struct vpd_server *s, struct vpd_entry *e)
+{
+	g_autoptr(GError) err = NULL;
+
+	if (!e->rep_port)
+		return;
+	if (s->rep_close && !s->rep_close(e->rep_port, e->rep_ifindex, &err))
+		g_warning("VF %u of pool '%s': %s", e->vf, e->pool->name, err->message);
+	g_message("VF %u of pool '%s': representor port %s removed", e->vf, e->pool->name,
+		  e->rep_port);
+	g_clear_pointer(&e->rep_port, g_free);
+	e->rep_ifindex = 0;
+}
+
 /*
- * Back to the pool (attributes to defaults), its datapath to default-deny
- * (asked now, done in order before any later claim of it opens it again).
+ * Back to the pool (attributes to defaults, no representor port), its
+ * datapath to default-deny (asked now, done in order before any later
+ * claim of it opens it again).
  */
 static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t client)
 {
 	uint8_t mac[6];
 
+	rep_remove(s, e);
 	memcpy(mac, e->attrs.mac, 6);
 	vpd_pools_release(s->pools, e, client, NULL);
 	if (memcmp(mac, e->attrs.mac, 6))
@@ -423,8 +443,13 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 	vpd_put_u32(b, VPD_A_MAX_TX_RATE, a->max_tx_rate);
 	if (e->vhost_path)
 		vpd_put_str(b, VPD_A_VHOST_PATH, e->vhost_path);
+	/* PORT: in STATUS the VF's own port, to its client its representor port */
 	if (status && e->rep)
 		vpd_put_str(b, VPD_A_PORT, e->rep);
+	if (status && e->rep_port)
+		vpd_put_str(b, VPD_A_REP_PORT, e->rep_port);
+	if (!status && e->rep_port)
+		vpd_put_str(b, VPD_A_PORT, e->rep_port);
 	if (status && s->status_flows && !s->flows_failed) {
 		GPtrArray *flows = e->handle < s->status_flows->len ?
 				   s->status_flows->pdata[e->handle] : NULL;
@@ -801,6 +826,195 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 	return true;
 }
 
+/* A REP_OPEN or REP_CLOSE whose VF's datapath is being changed. */
+struct rep_op {
+	struct vpd_server *s;
+	uint64_t client;
+	uint32_t seq;
+	struct vpd_entry *e;
+	int fd;                         /* REP_OPEN: the tap's; -1: a REP_CLOSE */
+	char *port;
+	bool in_request, answered, ok;
+};
+
+static void rep_applied(const GError *error, void *opaque)
+{
+	struct rep_op *op = opaque;
+	struct vpd_server *s = op->s;
+	struct client *c = client_of(s, op->client);
+	struct vpd_entry *e = op->e;
+	bool still = e->claimed && e->client == op->client;
+	g_autoptr(GBytes) reply = NULL;
+	struct vpd_builder b;
+	bool ok = true;
+
+	if (op->fd >= 0) {
+		/* REP_OPEN: the port, as made, must still be the VF's */
+		still = still && !g_strcmp0(e->rep_port, op->port);
+		if (error || !still) {
+			g_warning("VF %u of pool '%s': representor port %s not made: %s", e->vf,
+				  e->pool->name, op->port,
+				  error ? error->message : "the VF was released meanwhile");
+			if (still) {  /* nothing left behind */
+				rep_remove(s, e);
+				apply_unwaited(s, e, "removing its representor port");
+			}
+			if (c)
+				ok = send_error(c, op->seq, EIO, error ? error->message :
+						"the VF was released meanwhile");
+		} else if (c) {
+			vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
+			vpd_put_str(&b, VPD_A_PORT, op->port);
+			reply = vpd_builder_finish(&b);
+			ok = send_all(c, reply, &op->fd, 1);
+			g_message("VF %u of pool '%s': representor port %s made for '%s' (pid %d)",
+				  e->vf, e->pool->name, op->port, e->owner ? e->owner : "",
+				  c->cred.pid);
+		}
+		close(op->fd);  /* (the client's copy went with the reply) */
+	} else if (c) {
+		if (error) {
+			ok = send_error(c, op->seq, EIO, error->message);
+		} else {
+			vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
+			reply = vpd_builder_finish(&b);
+			ok = send_all(c, reply, NULL, 0);
+		}
+	}
+	g_free(op->port);
+	if (op->in_request) {
+		op->answered = true;
+		op->ok = ok;
+		if (c)
+			c->pending = false;
+		return;
+	}
+	g_free(op);
+	if (c)
+		client_answered(c, ok, false);
+}
+
+/* Ask the datapath for op's change; the answer comes now or later. */
+static bool rep_apply(struct client *c, struct rep_op *op)
+{
+	op->s = c->s;
+	op->client = c->id;
+	op->in_request = true;
+	c->pending = true;
+	apply(c->s, op->e, rep_applied, op);
+	if (op->answered) {
+		bool ok = op->ok;
+
+		g_free(op);
+		return ok;
+	}
+	op->in_request = false;
+	return true;
+}
+
+/*
+ * The VF of a REP_OPEN or REP_CLOSE, or NULL when it was refused (the
+ * error sent, its result in *ok).
+ */
+static struct vpd_entry *rep_entry(struct client *c, const struct vpd_msg *m,
+				   const char *what, bool *ok)
+{
+	struct vpd_server *s = c->s;
+	uint32_t h;
+	struct vpd_entry *e;
+	g_autofree char *msg = NULL;
+
+	if (!vpd_attr_u32(vpd_msg_get(m, VPD_A_HANDLE), &h)) {
+		*ok = send_error(c, m->seq, EINVAL, what);
+		return NULL;
+	}
+	if (h >= s->pools->entries->len) {
+		msg = g_strdup_printf("no VF has handle %u", h);
+		*ok = send_error(c, m->seq, ENOENT, msg);
+		return NULL;
+	}
+	e = s->pools->entries->pdata[h];
+	if (!e->claimed || e->client != c->id) {
+		msg = g_strdup_printf("VF %u of pool '%s' is not claimed by this client", e->vf,
+				      e->pool->name);
+		*ok = send_error(c, m->seq, EPERM, msg);
+		return NULL;
+	}
+	return e;
+}
+
+static bool do_rep_open(struct client *c, const struct vpd_msg *m)
+{
+	struct vpd_server *s = c->s;
+	g_autoptr(GError) err = NULL;
+	g_autofree char *msg = NULL;
+	g_autofree char *name = NULL;
+	struct vpd_entry *e;
+	struct rep_op *op;
+	int fd, ifindex = 0;
+	bool ok;
+
+	if (!(e = rep_entry(c, m, "REP_OPEN needs the HANDLE of a VF", &ok)))
+		return ok;
+	if (!e->pool->switchdev)
+		msg = g_strdup_printf("pool '%s' gives no representor ports (switchdev = no)",
+				      e->pool->name);
+	else if (e->rep_port)
+		msg = g_strdup_printf("VF %u of pool '%s' has a representor port already (%s)",
+				      e->vf, e->pool->name, e->rep_port);
+	else if (!s->rep_open)
+		msg = g_strdup("this daemon makes no representor ports (no OVS)");
+	if (msg) {
+		g_message("REP_OPEN of VF %u of pool '%s' by pid %d refused: %s", e->vf,
+			  e->pool->name, c->cred.pid, msg);
+		return send_error(c, m->seq, !e->pool->switchdev ? EPERM :
+				  e->rep_port ? EEXIST : EOPNOTSUPP, msg);
+	}
+	/* named after the VF's port (its vDPA device's name without OVS) */
+	if (e->rep) {
+		name = vpd_rep_port_name(e->rep);
+	} else {
+		g_autofree char *dev = vpd_vdpa_dev_name(e->pool->pf, e->vf);
+
+		name = vpd_rep_port_name(dev);
+	}
+	fd = s->rep_open(name, &ifindex, &err);
+	if (fd < 0) {
+		g_warning("VF %u of pool '%s': %s", e->vf, e->pool->name, err->message);
+		return send_error(c, m->seq, EIO, err->message);
+	}
+	e->rep_port = g_strdup(name);
+	e->rep_ifindex = ifindex;
+	op = g_new0(struct rep_op, 1);
+	op->seq = m->seq;
+	op->e = e;
+	op->fd = fd;
+	op->port = g_steal_pointer(&name);
+	return rep_apply(c, op);
+}
+
+static bool do_rep_close(struct client *c, const struct vpd_msg *m)
+{
+	g_autofree char *msg = NULL;
+	struct vpd_entry *e;
+	struct rep_op *op;
+	bool ok;
+
+	if (!(e = rep_entry(c, m, "REP_CLOSE needs the HANDLE of a VF", &ok)))
+		return ok;
+	if (!e->rep_port) {
+		msg = g_strdup_printf("VF %u of pool '%s' has no representor port", e->vf,
+				      e->pool->name);
+		return send_error(c, m->seq, ENOENT, msg);
+	}
+	rep_remove(c->s, e);
+	op = g_new0(struct rep_op, 1);
+	op->seq = m->seq;
+	op->e = e;
+	op->fd = -1;
+	return rep_apply(c, op);
+}
+
 /* The reply to QUERY (mine) or STATUS (all), each VF's flows as given. */
 static GBytes *query_reply(struct vpd_server *s, uint64_t client, uint32_t seq, bool all,
 			   GPtrArray *flows, const char *unknown)
@@ -929,6 +1143,10 @@ static bool handle(struct client *c, GBytes *bytes)
 		return do_query(c, m, false);
 	case VPD_MSG_STATUS:
 		return do_query(c, m, true);
+	case VPD_MSG_REP_OPEN:
+		return do_rep_open(c, m);
+	case VPD_MSG_REP_CLOSE:
+		return do_rep_close(c, m);
 	default:
 		return send_error(c, m->seq, EOPNOTSUPP, "unknown request type");
 	}
@@ -1539,6 +1757,12 @@ void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn)
 	s->set_mac = fn;
 	if (!s->mac_pool)
 		s->mac_pool = g_thread_pool_new(mac_job_run, s, 1, FALSE, NULL);
+}
+
+void vpd_server_set_reps(struct vpd_server *s, vpd_rep_open_fn open, vpd_rep_close_fn close)
+{
+	s->rep_open = open;
+	s->rep_close = close;
 }
 
 void vpd_server_free(struct vpd_server *s)

@@ -4,7 +4,8 @@
  *
  * Runs in a GMainContext: accepts clients on a Unix stream socket, learns
  * who each is from SO_PEERCRED, answers CLAIM (with the vhost-vdpa fds
- * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY and STATUS, and releases
+ * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY, STATUS, REP_OPEN (a
+ * representor port's tap fd over SCM_RIGHTS) and REP_CLOSE, and releases
  * everything a client holds the moment its connection closes.  Every
  * change of the claims is written to the state journal before it is
  * answered.  Claims restored from the state file belong to no connection
@@ -58,6 +59,14 @@ typedef void (*vpd_flows_fn)(GPtrArray *entries, void *opaque, vpd_flows_done_fn
 typedef bool (*vpd_mac_fn)(const char *vdpa_dev, const uint8_t mac[6], GError **error);
 
 /*
+ * How a VF's representor port's tap is made and removed (tap.h:
+ * vpd_tap_open(), vpd_tap_remove()): open returns its fd and *ifindex, or
+ * -1 with error.  Unset, REP_OPEN is refused (EOPNOTSUPP).
+ */
+typedef int (*vpd_rep_open_fn)(const char *name, int *ifindex, GError **error);
+typedef bool (*vpd_rep_close_fn)(const char *name, int ifindex, GError **error);
+
+/*
  * Limits on API connections (docs/daemon-config.md, [daemon]): at most
  * max_clients in all, of which non-root uids get all but a few, and
  * max_clients_per_uid per non-root uid; a connection holding no VF is
@@ -86,6 +95,7 @@ void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits 
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
 void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn);
+void vpd_server_set_reps(struct vpd_server *s, vpd_rep_open_fn open, vpd_rep_close_fn close);
 /* Watch the processes of restored claims; call once the loop runs. */
 void vpd_server_watch_orphans(struct vpd_server *s);
 void vpd_server_free(struct vpd_server *s);

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
 	struct vpd_pf pf = { .name = (char *)"eth0" };
 	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf };
 	struct vpd_entry e = { .pool = &pool, .vf = VF };
-	struct vpd_flow f[2], all = { .cookie = VPD_COOKIE_MAGIC }, others = vpd_others_flow();
+	struct vpd_flow f[VPD_VF_MAX_FLOWS], all = { .cookie = VPD_COOKIE_MAGIC }, others = vpd_others_flow();
 	struct vpd_flow allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, PF_INDEX, VF) };
 	g_autoptr(GByteArray) m = g_byte_array_new();
 	g_autoptr(GByteArray) inner = g_byte_array_new();
@@ -107,5 +107,13 @@ int main(int argc, char **argv)
 	g_byte_array_set_size(m, 0);
 	vpd_of_bundle_ctrl(m, 14, BUNDLE, VPD_OFPBCT_DISCARD_REQUEST);
 	dump("bundle_discard", m);
+
+	/* A representor port (switchdev): the VF's flows to and from it. */
+	e.rep_port = (char *)"vrvpd-sw0-3";
+	if (vpd_vf_flows(&e, PF_INDEX, f) != 4)
+		return 1;
+	dump_flow_mod("add_rep_deny", 15, VPD_OFPFC_ADD, &f[1], 0);
+	dump_flow_mod("add_to_rep", 16, VPD_OFPFC_ADD, &f[2], 0);
+	dump_flow_mod("add_from_rep", 17, VPD_OFPFC_ADD, &f[3], 0);
 	return 0;
 }

@@ -39,6 +39,7 @@ static const char *good =
 	"vfs = 4-7\n"
 	"mac-policy = locked\n"
 	"spoof-check = no\n"
+	"switchdev = yes\n"
 	"\n"
 	"[pool    lab]   \n"
 	"pf = pci/0000:03:00.1\n"
@@ -88,6 +89,8 @@ static void test_good_file(void)
 	g_assert_cmpuint(b->first_vf, ==, 4);
 	g_assert_cmpint(b->mac_policy, ==, VPD_MAC_LOCKED);
 	g_assert_false(b->spoof_check);
+	g_assert_true(b->switchdev);
+	g_assert_false(a->switchdev);   /* the default: no */
 	g_assert_false(vpd_pool_allows(b, 1000, 1000));
 
 	/* A pool without vfs= takes every VF of its PF; without mac-policy,
@@ -138,6 +141,11 @@ static const struct bad_case bad_cases[] = {
 	  "bad.conf:2: idle-timeout must be a number from 0 to 86400, not '86401'" },
 	{ "io-timeout-zero", "[daemon]\nio-timeout = 0\n",
 	  "bad.conf:2: io-timeout must be a number from 1 to 3600, not '0'" },
+	{ "switchdev-maybe", "[daemon]\novs-bridge = br0\n[pf a]\n[pool p]\npf = a\n"
+	  "switchdev = maybe\n", "bad.conf:6: switchdev must be yes or no, not 'maybe'" },
+	{ "switchdev-no-ovs", "[pf a]\nnum-vfs = 2\n\n[pool p]\npf = a\nswitchdev = yes\n",
+	  "bad.conf:4: pool 'p' has switchdev = yes, which needs ovs-bridge in [daemon]: "
+	  "representor ports are ports of the OVS bridge" },
 	{ "mac-handover-yes", "[pf a]\n[pool p]\npf = a\nmac-handover = yes\n",
 	  "bad.conf:4: mac-handover must be no, token or same-owner, not 'yes'" },
 	{ "numvfs-not-number", "[pf a]\nnum-vfs = eight\n",

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "ovs.h"
 #include "reps.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <linux/devlink.h>
@@ -131,7 +132,7 @@ static void test_vf_flows(void)
 	struct vpd_pf pf = { .name = (char *)"eth0" };
 	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf };
 	struct vpd_entry e = { .pool = &pool, .vf = 3 };
-	struct vpd_flow f[2];
+	struct vpd_flow f[VPD_VF_MAX_FLOWS];
 	g_autofree char *deny = NULL, *allow = NULL;
 
 	g_assert_cmpuint(vpd_vf_ofport(0, 3), ==, 4);
@@ -170,6 +171,130 @@ static void test_vf_flows(void)
  * when the client set no rate of its own, the client's rate otherwise, and
  * none while the VF is free (it passes nothing then).
  */
+/*
+ * A VF with a representor port (switchdev): its traffic goes to that port
+ * and what enters that port goes to the VF, nothing else; its legacy
+ * allow flow (VLAN, MAC) is off, and comes back when the port goes.
+ */
+static void test_vf_rep_flows(void)
+{
+	struct vpd_pf pf = { .name = (char *)"eth0" };
+	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf, .switchdev = true };
+	struct vpd_entry e = {
+		.pool = &pool, .vf = 3, .claimed = true, .rep = (char *)"vpd-sw0-3",
+		.attrs = { .mac = { 2, 0, 0, 0, 0, 0x10 }, .spoofchk = true },
+	};
+	struct vpd_flow f[VPD_VF_MAX_FLOWS];
+	const char *const want[] = {
+		"cookie=0x5650010000010003, priority=10,in_port=1004 actions=drop",
+		"cookie=0x5650040000010003, priority=10,in_port=1504 actions=drop",
+		"cookie=0x5650050000010003, priority=100,in_port=1004 actions=output:1504",
+		"cookie=0x5650060000010003, priority=100,in_port=1504 actions=output:1004",
+	};
+
+	g_assert_cmpuint(vpd_rep_ofport(0, 3), ==, 504);
+	g_assert_cmpuint(vpd_rep_ofport(2, 0), ==, 2501);
+	/* the highest VF's representor is below the next PF's first VF */
+	g_assert_cmpuint(vpd_rep_ofport(0, 255), <, vpd_vf_ofport(1, 0));
+	g_assert_cmpuint(vpd_rep_ofport(0, 0), >, vpd_vf_ofport(0, 255));
+	e.rep_port = (char *)"vrvpd-sw0-3";
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 4);
+	for (unsigned i = 0; i < 4; i++) {
+		g_autofree char *text = vpd_flow_to_string(&f[i]);
+
+		g_assert_cmpstr(text, ==, want[i]);
+		g_assert_false(f[i].normal);
+		g_assert_false(f[i].match_src);
+	}
+	/* link disabled: both ports drop */
+	e.attrs.link_state = VPD_LINK_DISABLE;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
+	g_assert_cmpuint(f[0].output + f[1].output, ==, 0);
+	/* the port gone: the legacy flows again */
+	e.attrs.link_state = VPD_LINK_AUTO;
+	e.rep_port = NULL;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
+	g_assert_true(f[1].normal && f[1].match_src);
+}
+
+/* Representor port names: "vr" + the VF's port, or cut and hashed. */
+static void test_rep_port_name(void)
+{
+	g_autofree char *a = vpd_rep_port_name("vpd-sw0-3");
+	g_autofree char *b = vpd_rep_port_name("eni8np1pf0vf0");
+	g_autofree char *c = vpd_rep_port_name("vpd-tenant-1-12");
+	g_autofree char *d = vpd_rep_port_name("vpd-tenant-1-13");
+
+	g_assert_cmpstr(a, ==, "vrvpd-sw0-3");
+	g_assert_cmpstr(b, ==, "vreni8np1pf0vf0");
+	g_assert_cmpuint(strlen(c), ==, 15);
+	g_assert_true(g_str_has_prefix(c, "vrvpd-t"));
+	g_assert_cmpstr(c, !=, d);
+}
+
+/*
+ * The rows of a VF with a representor port: the VF's port in VLAN 4095
+ * (nothing the switch floods reaches it), its Interface naming the port;
+ * the representor port's Port (VLAN 4095, pool and VF named) and
+ * Interface (a system port, its port number).
+ */
+static void test_rep_rows(void)
+{
+	struct vpd_pf pf = { .name = (char *)"sw0" };
+	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf, .switchdev = true };
+	struct vpd_entry e = {
+		.pool = &pool, .vf = 3, .claimed = true, .owner = (char *)"vm1",
+		.rep = (char *)"vpd-sw0-3", .rep_port = (char *)"vrvpd-sw0-3",
+		.attrs = { .vlan = 0, .vlan_proto = 0x8100 },
+	};
+	g_autoptr(JsonBuilder) b = json_builder_new();
+	g_autoptr(JsonNode) root = NULL;
+	g_autofree char *vf = NULL, *rep = NULL;
+
+	json_builder_begin_object(b);
+	vpd_vf_port_columns(b, &e);
+	vpd_vf_interface_columns(b, &e, 4);
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	vf = json_to_string(root, FALSE);
+	g_assert_nonnull(strstr(vf, "\"tag\":4095"));
+	g_assert_nonnull(strstr(vf, "[\"vpd-representor\",\"vrvpd-sw0-3\"]"));
+	g_clear_object(&b);
+	g_clear_pointer(&root, json_node_unref);
+	b = json_builder_new();
+	json_builder_begin_object(b);
+	json_builder_set_member_name(b, "port");
+	json_builder_begin_object(b);
+	vpd_rep_port_columns(b, &e);
+	json_builder_end_object(b);
+	json_builder_set_member_name(b, "iface");
+	json_builder_begin_object(b);
+	vpd_rep_interface_columns(b, &e, vpd_rep_ofport(0, 3));
+	json_builder_end_object(b);
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	rep = json_to_string(root, FALSE);
+	g_assert_nonnull(strstr(rep, "\"tag\":4095"));
+	g_assert_nonnull(strstr(rep, "\"type\":\"system\""));
+	g_assert_nonnull(strstr(rep, "\"ofport_request\":504"));
+	g_assert_nonnull(strstr(rep, "[\"vpd-pool\",\"a\"]"));
+	g_assert_nonnull(strstr(rep, "[\"vpd-representor-of\",\"vpd-sw0-3\"]"));
+	/* without one, the VF's Interface names none (and ends its map there) */
+	e.rep_port = NULL;
+	g_clear_object(&b);
+	g_clear_pointer(&root, json_node_unref);
+	b = json_builder_new();
+	json_builder_begin_object(b);
+	vpd_vf_port_columns(b, &e);
+	vpd_vf_interface_columns(b, &e, 4);
+	json_builder_end_object(b);
+	root = json_builder_get_root(b);
+	g_free(vf);
+	vf = json_to_string(root, FALSE);
+	g_assert_null(strstr(vf, "vpd-representor"));
+	g_assert_nonnull(strstr(vf, "\"tag\":0"));
+}
+
 static void test_vf_policing_rate(void)
 {
 	struct vpd_pf pf = { .name = (char *)"eth0" };
@@ -223,6 +348,26 @@ static void test_flow_mod_add(void)
 	g_assert_cmpuint(be16(m + 82), ==, 16);
 	g_assert_cmphex(be32(m + 84), ==, 0xfffffffa);
 	g_assert_cmpuint(b->len, ==, 96);
+}
+
+/* A flow to one port: its OUTPUT action names the port. */
+static void test_flow_mod_output(void)
+{
+	struct vpd_flow f = { .cookie = 0x5650050000000003ull, .priority = 100, .in_port = 4,
+			      .output = 504 };
+	g_autoptr(GByteArray) b = g_byte_array_new();
+	const uint8_t *m;
+
+	vpd_of_flow_mod(b, 78, VPD_OFPFC_ADD, &f, 0);
+	m = b->data;
+	g_assert_cmpuint(be16(m + 2), ==, b->len);
+	/* match at 48: OXM in_port only, 4 + 8 = 12, padded to 16 */
+	g_assert_cmpuint(be16(m + 50), ==, 12);
+	/* instructions at 64: APPLY_ACTIONS [OUTPUT:504] */
+	g_assert_cmpuint(be16(m + 64), ==, 4);
+	g_assert_cmpuint(be16(m + 72), ==, 0);
+	g_assert_cmpuint(be32(m + 76), ==, 504);
+	g_assert_cmpuint(b->len, ==, 88);
 }
 
 static void test_flow_mod_delete_and_bundle(void)
@@ -555,6 +700,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/json/put-str", test_json_put_str);
 	g_test_add_func("/ovs/vf-flows", test_vf_flows);
 	g_test_add_func("/ovs/vf-policing-rate", test_vf_policing_rate);
+	g_test_add_func("/ovs/vf-rep-flows", test_vf_rep_flows);
+	g_test_add_func("/ovs/rep-port-name", test_rep_port_name);
+	g_test_add_func("/ovs/rep-rows", test_rep_rows);
+	g_test_add_func("/ovs/flow-mod-output", test_flow_mod_output);
 	g_test_add_func("/ovs/flow-mod-add", test_flow_mod_add);
 	g_test_add_func("/ovs/flow-mod-delete-and-bundle", test_flow_mod_delete_and_bundle);
 	g_test_add_func("/ovs/small-messages", test_small_messages);
