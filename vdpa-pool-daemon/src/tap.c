@@ -36,6 +36,23 @@ static int fail(GError **error, int errnum, const char *fmt, const char *name)
 	return -1;
 }
 
+/*
+ * The host says nothing on a representor port (no IPv6 link-local
+ * address, router or neighbour solicitations to the client).  Best effort:
+ * a sandbox may keep /proc/sys read-only.
+ */
+static void no_ipv6(const char *name)
+{
+	g_autofree char *path = g_strdup_printf("/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		g_debug("%s: %s", path, g_strerror(errno));
+	close(fd);
+}
+
 int vpd_tap_open(const char *name, int *ifindex, GError **error)
 {
 	struct ifreq ifr = { 0 };
@@ -66,6 +83,7 @@ int vpd_tap_open(const char *name, int *ifindex, GError **error)
 		goto err;
 	}
 	*ifindex = ifr.ifr_ifindex;
+	no_ipv6(name);
 	if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0) {
 		errnum = errno;
 		goto err;
