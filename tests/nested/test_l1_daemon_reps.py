@@ -13,7 +13,9 @@ port, actions=table: OVS's own classifier takes them as VF 0's frames, as
 test_l2_e2e.py's VMs send them); VF 1's frames, a broadcast among them,
 never reach the tap nor VF 0 (a frame of VF 0 sent after them is the first
 to arrive).  REP_CLOSE removes the port, its flows and the tap, and VF 0
-has its legacy allow flow again.  REP_OPEN in a pool with `switchdev = no`
+has its legacy allow flow again.  A daemon restart keeps a representor
+port whose tap the claimant still holds (frames pass both ways after it)
+and removes one whose tap is gone.  REP_OPEN in a pool with `switchdev = no`
 is EPERM and another connection's VF is EPERM, with nothing made; a client
 that disconnects with a representor port open leaves nothing behind
 (OVSDB polled with a deadline)."""
@@ -210,6 +212,36 @@ out["refused"] = refused
 out["ports_after_refusals"] = ports() == ports_before
 out["vr_netdevs"] = sorted(n for n in os.listdir("/sys/class/net") if n.startswith("vr"))
 
+# daemon restarts: a representor port whose tap its client still holds is
+# kept (and passes frames); one whose tap is gone is removed
+def restart():
+    pid = open("/tmp/vpd.pid").read().strip()
+    sh(f"kill {pid}")
+    poll("the daemon stopped", lambda: subprocess.run(["kill", "-0", pid]).returncode)
+    sh(f"rm -f /scratch/vpd.out; setsid {os.environ['VPD_DAEMON']} -c /tmp/vpd.conf "
+       "> /scratch/vpd.out 2>> /scratch/vpd.log < /dev/null & echo $! > /tmp/vpd.pid")
+    poll("the daemon ready", lambda: "READY" in open("/scratch/vpd.out").read(), 120)
+    return vpd.Client(SOCK)
+
+
+rep, tap = c.rep_open(h0)
+c = restart()
+kept = {"query_port": [v.get("PORT") for v in c.query()], "in_ports": rep in ports(),
+        "vf0_flows": flows(f"in_port={ofport(p0)}")}
+before = flows(f"in_port={ofport(rep)}")[0][3]
+os.write(tap, frame("02:aa:00:00:00:01", "ff:ff:ff:ff:ff:ff", "after-restart"))
+poll("the tap's frame through the switch after the restart",
+     lambda: flows(f"in_port={ofport(rep)}")[0][3] > before)
+packet_out(p0, frame(vf0["MAC"], "02:aa:00:00:00:01", "vf0-after-restart"))
+kept["marks_at_tap"] = read_marks(tap, "vf0-after-restart")
+out["restart_kept"] = kept
+os.close(tap)
+poll("the tap gone with its fd", lambda: not os.path.exists(f"/sys/class/net/{rep}"))
+c = restart()
+out["restart_gone"] = {"query_port": [v.get("PORT") for v in c.query()],
+                       "ports": ports(), "vf0_flows": flows(f"in_port={ofport(p0)}"),
+                       "rep_flows": flows(f"in_port={ofport(p0) + 500}")}
+
 # a client gone with its representor port open: nothing left behind
 rep, tap = c.rep_open(h0)
 out["reopened"] = rep in ports()
@@ -241,7 +273,8 @@ def test_representor_ports_on_ovs_dpdk(host):
     l1 = host
     poolctl = daemon_binary().replace("vdpa-pool-daemon/vdpa-pool-daemon",
                                       "vdpa-pool-daemon/vdpa-poolctl")
-    res = l1.run(f"VPD_POOLCTL={poolctl} python3 /tmp/reps_client.py {BRIDGE}", timeout=240)
+    res = l1.run(f"VPD_POOLCTL={poolctl} VPD_DAEMON={daemon_binary()} "
+                 f"python3 /tmp/reps_client.py {BRIDGE}", timeout=240)
     assert res.ok, f"{res}\n--- daemon log\n{l1.check(f'tail -40 {DAEMON_LOG}')}"
     out = json.loads(res.stdout.splitlines()[-1])
     p0, _ = out["vf_ports"]
@@ -284,6 +317,17 @@ def test_representor_ports_on_ovs_dpdk(host):
                                            "(switchdev = no)"], out
     assert out["refused"]["other"][0] == 1, out
     assert out["ports_after_refusals"] and out["vr_netdevs"] == [], out
+
+    # a daemon restart keeps the representor port its client holds the tap
+    # of, working; with the tap gone, the port goes and VF 0 has its legacy flows
+    k = out["restart_kept"]
+    assert k["query_port"][0] == rep and k["in_ports"], k
+    assert [(f[0], f[2]) for f in k["vf0_flows"]] == [(100, f"output:{rep_port}"),
+                                                     (10, "drop")], k
+    assert k["marks_at_tap"] == ["vf0-after-restart"], k
+    g = out["restart_gone"]
+    assert g["query_port"][0] is None and rep not in g["ports"] and g["rep_flows"] == [], g
+    assert [(f[0], f[2]) for f in g["vf0_flows"]] == [(100, "NORMAL"), (10, "drop")], g
 
     # disconnected with a representor port open: nothing left
     assert out["reopened"], out

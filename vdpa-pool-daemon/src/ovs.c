@@ -12,6 +12,7 @@
 #include "ofconn.h"
 #include "ovsdb.h"
 #include "reps.h"
+#include "tap.h"
 
 #include <string.h>
 
@@ -30,6 +31,7 @@ struct vpd_ovs {
 	GHashTable *dirty; /* KEYs of entries whose last change failed: to do again */
 	GHashTable *reps;  /* KEY -> struct rep_row: the representor port OVS may hold */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
+	bool started;      /* synced once: the daemon's start is over */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 };
 
@@ -652,6 +654,33 @@ static bool check_ofports(struct vpd_ovs *o, struct vpd_pools *pools, GError **e
 	}
 }
 
+/*
+ * At the daemon's start (the state file's claims restored, their
+ * claimants still running): the representor port of a claimed VF of a
+ * switchdev pool is kept when its claimant still holds its tap (a client
+ * such as QEMU keeps its representor across a daemon restart); any other
+ * representor port on the bridge is removed by the sync (its tap went
+ * with its client's fd).
+ */
+static void adopt_rep_ports(struct vpd_pools *pools)
+{
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+		g_autofree char *name = NULL;
+		int ifindex = 0;
+
+		if (!e->claimed || e->rep_port || !e->rep || !e->pool->switchdev)
+			continue;
+		name = vpd_rep_port_name(e->rep);
+		if (!vpd_tap_held_by(name, e->pid, &ifindex))
+			continue;
+		g_message("VF %u of pool '%s': representor port %s kept: pid %d still holds its "
+			  "tap", e->vf, e->pool->name, name, e->pid);
+		e->rep_port = g_steal_pointer(&name);
+		e->rep_ifindex = ifindex;
+	}
+}
+
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
@@ -663,6 +692,8 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	for (unsigned i = 0; i < o->cfg->pfs->len; i++)
 		if (!vpd_find_reps(pools, o->cfg->pfs->pdata[i], error))
 			return false;
+	if (!o->started)
+		adopt_rep_ports(pools);
 	if (!ensure_bridge(o, error))
 		return false;
 	/* ovs-vswitchd makes the management socket with the bridge. */
@@ -702,6 +733,7 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 			g_hash_table_insert(o->reps, KEY(e), rep_row_new(e->rep_port, NULL));
 	}
 	o->need_sync = o->of.reconnected = false;
+	o->started = true;
 	g_message("OVS: bridge %s holds %u VF port(s) and their flows", o->cfg->ovs_bridge,
 		  pools->entries->len);
 	return true;

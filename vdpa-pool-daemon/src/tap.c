@@ -148,3 +148,30 @@ bool vpd_tap_remove(const char *name, int ifindex, GError **error)
 	}
 	return true;
 }
+
+bool vpd_tap_held_by(const char *name, pid_t pid, int *ifindex)
+{
+	g_autofree char *dir = g_strdup_printf("/proc/%d/fd", (int)pid);
+	g_autofree char *want = g_strdup_printf("\niff:\t%s\n", name);
+	g_autoptr(GDir) d = NULL;
+	const char *fd;
+	unsigned index = if_nametoindex(name);
+
+	if (!index || pid <= 0 || !(d = g_dir_open(dir, 0, NULL)))
+		return false;
+	while ((fd = g_dir_read_name(d))) {
+		g_autofree char *link = g_strdup_printf("%s/%s", dir, fd);
+		g_autofree char *target = g_file_read_link(link, NULL);
+		g_autofree char *info_path = NULL;
+		g_autofree char *info = NULL;
+
+		if (g_strcmp0(target, "/dev/net/tun"))
+			continue;
+		info_path = g_strdup_printf("/proc/%d/fdinfo/%s", (int)pid, fd);
+		if (g_file_get_contents(info_path, &info, NULL, NULL) && strstr(info, want)) {
+			*ifindex = index;
+			return true;
+		}
+	}
+	return false;
+}

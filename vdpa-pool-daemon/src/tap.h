@@ -11,6 +11,7 @@
 
 #include <glib.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 /*
  * The name of the representor port of the VF whose own port (or vDPA
@@ -34,5 +35,13 @@ int vpd_tap_open(const char *name, int *ifindex, GError **error);
  * its fd still; then the client's fd goes dead).  Gone already: true.
  */
 bool vpd_tap_remove(const char *name, int ifindex, GError **error);
+
+/*
+ * Whether process pid holds a tap fd of the tap named name (its
+ * /proc/PID/fdinfo says "iff: NAME"); its *ifindex then.  A restarted
+ * daemon keeps the representor port of a restored claim whose claimant
+ * still holds the tap (ovs.c).
+ */
+bool vpd_tap_held_by(const char *name, pid_t pid, int *ifindex);
 
 #endif
