@@ -16,7 +16,8 @@ to arrive).  REP_CLOSE removes the port, its flows and the tap, and VF 0
 has its legacy allow flow again.  A daemon restart keeps a representor
 port whose tap the claimant still holds (frames pass both ways after it)
 and removes one whose tap is gone.  REP_OPEN in a pool with `switchdev = no`
-is EPERM and another connection's VF is EPERM, with nothing made; a client
+is EPERM and another connection's VF is EPERM, with nothing made; a netdev
+in the way of the tap's name is EIO, nothing made or taken over; a client
 that disconnects with a representor port open leaves nothing behind
 (OVSDB polled with a deadline)."""
 import json
@@ -212,6 +213,18 @@ out["refused"] = refused
 out["ports_after_refusals"] = ports() == ports_before
 out["vr_netdevs"] = sorted(n for n in os.listdir("/sys/class/net") if n.startswith("vr"))
 
+# a netdev of the name in the way: EIO, nothing made, nothing taken over
+sh("ip link add vrvpd-sw0-1 type dummy")
+try:
+    c.rep_open(h1)
+except vpd.DaemonError as e:
+    refused["in_the_way"] = [e.errno, e.message]
+out["in_the_way"] = {"ports": ports(), "vf1_flows": flows(f"in_port={ofport(p1)}"),
+                     "taps": sorted(n for n in os.listdir("/sys/class/net")
+                                    if n.startswith(("vr", "vpdtap"))),
+                     "query_port": [v.get("PORT") for v in c.query()]}
+sh("ip link del vrvpd-sw0-1")
+
 # daemon restarts: a representor port whose tap its client still holds is
 # kept (and passes frames); one whose tap is gone is removed
 def restart():
@@ -328,6 +341,13 @@ def test_representor_ports_on_ovs_dpdk(host):
     g = out["restart_gone"]
     assert g["query_port"][0] is None and rep not in g["ports"] and g["rep_flows"] == [], g
     assert [(f[0], f[2]) for f in g["vf0_flows"]] == [(100, "NORMAL"), (10, "drop")], g
+
+    # the tap could not be made (a netdev has its name): EIO, nothing made
+    assert out["refused"]["in_the_way"][0] == 5, out["refused"]
+    w = out["in_the_way"]
+    assert "vrvpd-sw0-1" not in w["ports"] and w["taps"] == ["vrvpd-sw0-1"], w
+    assert [f[2] for f in w["vf1_flows"]] == ["NORMAL", "drop"], w
+    assert set(w["query_port"]) == {None}, w
 
     # disconnected with a representor port open: nothing left
     assert out["reopened"], out

@@ -66,7 +66,8 @@ int vpd_tap_open(const char *name, int *ifindex, GError **error)
 	/* a name the kernel picks: a new device, never one that exists */
 	snprintf(ifr.ifr_name, IFNAMSIZ, "vpdtap%%d");
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	/* (any socket takes the interface ioctls; the unit allows AF_UNIX) */
+	sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (sock < 0 || ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		errnum = errno;
 		goto err;
@@ -157,8 +158,19 @@ bool vpd_tap_held_by(const char *name, pid_t pid, int *ifindex)
 	const char *fd;
 	unsigned index = if_nametoindex(name);
 
-	if (!index || pid <= 0 || !(d = g_dir_open(dir, 0, NULL)))
+	g_autofree char *tun = g_strdup_printf("/sys/class/net/%s/tun_flags", name);
+
+	if (!index || pid <= 0 || !g_file_test(tun, G_FILE_TEST_EXISTS))
 		return false;
+	/*
+	 * Without CAP_SYS_PTRACE (the systemd unit's daemon) another uid's
+	 * fds cannot be looked at: the tap's existence says it then (it is
+	 * not persistent, and only the VF's client had an fd of it).
+	 */
+	if (!(d = g_dir_open(dir, 0, NULL))) {
+		*ifindex = index;
+		return true;
+	}
 	while ((fd = g_dir_read_name(d))) {
 		g_autofree char *link = g_strdup_printf("%s/%s", dir, fd);
 		g_autofree char *target = g_file_read_link(link, NULL);

@@ -38,7 +38,8 @@ bool vpd_tap_remove(const char *name, int ifindex, GError **error);
 
 /*
  * Whether process pid holds a tap fd of the tap named name (its
- * /proc/PID/fdinfo says "iff: NAME"); its *ifindex then.  A restarted
+ * /proc/PID/fdinfo says "iff: NAME"; where the daemon may not look at
+ * pid's fds, whether that tap exists); its *ifindex then.  A restarted
  * daemon keeps the representor port of a restored claim whose claimant
  * still holds the tap (ovs.c).
  */
