@@ -720,8 +720,9 @@ static void rep_open_done(DaemonReq *req)
     int ret = -req->err;
 
     if (!ret && req->nfds != 1) {
-        error_setg(&err, "the daemon's answer to REP_OPEN has %d "
-                   "descriptor(s), not 1", req->nfds);
+        error_setg(&err, "vsriov-daemon-pool '%s': the daemon's answer to "
+                   "REP_OPEN has %d descriptor(s), not 1", dp_id(dp),
+                   req->nfds);
         ret = -EIO;
     }
     if (!ret) {
@@ -733,6 +734,9 @@ static void rep_open_done(DaemonReq *req)
         };
 
         qmp_netdev_add(&nd, &err);
+        if (err) {
+            error_prepend(&err, "vsriov-daemon-pool '%s': ", dp_id(dp));
+        }
         if (!qemu_find_netdev(id)) {
             /* (a tap that took the descriptor closed it) */
             if (fcntl(req->fds[0], F_GETFD) != -1) {
@@ -749,10 +753,6 @@ static void rep_open_done(DaemonReq *req)
         if (req->fds[i] >= 0) {
             close(req->fds[i]);
         }
-    }
-    if (err) {
-        error_prepend(&err, "vsriov-daemon-pool '%s': representor of VF "
-                      "handle %u: ", dp_id(dp), call->handle);
     }
     /* (the daemon's refusals: ENOENT the VF is not ours, EPERM its policy) */
     call->done(call->opaque, ret ? NULL : id,

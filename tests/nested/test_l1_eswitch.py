@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 1: a switchdev PF whose VFs come from vdpa-pool-daemon, end to end
+through QEMU (issue 34): the guest's representor objects become the
+daemon's representor ports on OVS-DPDK.
+
+OVS-DPDK and the daemon run as test_l1_daemon_reps.py sets them up (a
+VDUSE PF; pool `sw` allows switchdev, pool `legacy` does not).  Our QEMU
+runs with -accel qtest, its PF with sriov-eswitch=on and a
+vsriov-daemon-pool of pool `sw`; tests/harness/qtest_pci.py plays the PF's
+driver: VF Enable, VIRTIO_NET_F_ESWITCH, representor 0's queues, the
+eswitch object, then VF 0's representor, which QEMU asks the daemon for
+(REP_OPEN) and connects to the tap it gets.  A frame VF 0 sends on the
+switch (an OpenFlow packet-out with VF 0's port as in_port) arrives on
+representor 0's receive queue; a frame the driver sends on representor 0's
+transmit queue enters the switch at the representor port (its in_port
+flow counts it).  Destroying the representor removes the port (REP_CLOSE,
+OVSDB polled), and a new one works again; QEMU gone, nothing is left.  A
+QEMU whose pool does not allow switchdev gets EPERM for the representor
+and no port is made."""
+import json
+
+import pytest
+
+from harness.e2e import BRIDGE, DAEMON_LOG, daemon_binary, start_daemon, stop_daemon
+from harness.ovs import L1_OVS_DPDK_START
+from nested.test_l1_daemon_reps import CONF
+
+pytestmark = [pytest.mark.slow, pytest.mark.nested]
+
+QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
+
+
+def qemu_cmd(name, pool, count):
+    return (f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+            f"-qtest unix:/tmp/{name}-qt.sock,server=on,wait=off -qtest-log /dev/null "
+            f"-qmp unix:/tmp/{name}-q.sock,server=on,wait=off "
+            "-object memory-backend-memfd,id=mem0,size=256M,share=on "
+            "-machine memory-backend=mem0 -m 256M "
+            f"-object vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,pool={pool},"
+            f"count={count} "
+            "-device pcie-root-port,id=rp0,chassis=1,addr=0x2 -netdev user,id=n0 "
+            "-device virtio-net-pci,bus=rp0,id=pf0,netdev=n0,sriov-pool=p0,"
+            f"sriov-eswitch=on > /scratch/qemu-{name}.log 2>&1 < /dev/null "
+            f"& echo $! > /tmp/{name}.pid")
+
+
+# Runs in Level 1: the PF's driver (qtest), QMP and OVS, step by step;
+# prints one JSON object of what it saw.
+DRIVER = r"""
+import json, re, struct, subprocess, sys, time
+sys.path.insert(0, "/src/tests")
+from harness import vpd
+from harness.qtest_pci import GROUP_SELF, Admin, QtestPci, Ring
+BR, NAME = sys.argv[1], sys.argv[2]
+CREATE, DESTROY, OBJ_ESWITCH, OBJ_REP = 0xA, 0xD, 0x205, 0x206
+out = {}
+
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def qmp(cmd):
+    r = json.loads(sh(f"python3 /src/tests/harness/qmp.py /tmp/{NAME}-q.sock {cmd}"))
+    return r["return"]
+
+
+def poll(what, cond, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out: {what}")
+        time.sleep(0.05)
+
+
+def ports():
+    return sh(f"ovs-vsctl list-ports {BR}").split()
+
+
+def ofport(port):
+    return int(sh(f"ovs-vsctl get Interface {port} ofport"))
+
+
+def n_packets(match):
+    text = sh(f"ovs-ofctl -O OpenFlow14 --no-names dump-flows {BR} {match}")
+    return sum(int(n) for n in re.findall(r"n_packets=(\d+)", text))
+
+
+def frame(src, dst, mark):
+    return (bytes.fromhex(dst.replace(":", "")) + bytes.fromhex(src.replace(":", "")) +
+            b"\x88\xb5" + mark.encode().ljust(50, b"\0"))
+
+
+def rep_create(a, rep_id, member):
+    return a.run(CREATE, GROUP_SELF, 0,
+                 struct.pack("<HxxIQHHIQ", OBJ_REP, rep_id, 0, 0, 0, member, 0),
+                 timeout=30)[0]
+
+
+q = QtestPci(f"/tmp/{NAME}-qt.sock")
+_, enabled = q.set_vfs(1 if sys.argv[3] == "refused" else 2)
+rx, tx = Ring(3, 0x200000), Ring(4, 0x210000)
+a = Admin(q, features=1 << 17, features2=1 << (72 - 64), rings=[rx, tx])
+a.use(GROUP_SELF)
+out["eswitch"] = a.run(CREATE, GROUP_SELF, 0,
+                       struct.pack("<HxxIQQ", OBJ_ESWITCH, 0, 0, 0))[0]
+ports_before = ports()
+out["rep"] = rep_create(a, 0, 1)
+if sys.argv[3] == "refused":
+    out["ports_unchanged"] = ports() == ports_before
+    out["representor"] = qmp("query-vsriov")[0]["vfs"][0].get("representor")
+    print(json.dumps(out))
+    raise SystemExit(0)
+
+vf0 = qmp("query-vsriov")[0]["vfs"][0]
+out["representor"] = vf0.get("representor")
+(vf,) = [v for v in vpd.Client("/run/vpd/api.sock").status() if v.get("REP_PORT")]
+port, rep = vf["PORT"], vf["REP_PORT"]
+out["ports"] = [port, rep, rep in ports()]
+
+# VF 0's frame on the switch -> representor 0's receive queue
+rx.add()
+sh(f"ovs-ofctl -O OpenFlow14 packet-out {BR} in_port={ofport(port)},"
+   f"packet={frame(vf0['mac'], '02:aa:00:00:00:01', 'vf0-to-rep').hex()},actions=table")
+got = rx.used()
+out["rep_rx"] = [got[:12].hex(), got[12:12 + 14].hex(), got[26:].rstrip(b"\0").decode()]
+
+# representor 0's transmit queue -> the switch, at the representor port
+before = n_packets(f"in_port={ofport(rep)}")
+tx.add(bytes(12) + frame("02:aa:00:00:00:01", vf0["mac"], "rep-to-vf0"))
+tx.used()
+poll("the representor port's in_port flow counts the frame",
+     lambda: n_packets(f"in_port={ofport(rep)}") > before)
+out["rep_tx_counted"] = n_packets(f"in_port={ofport(rep)}") - before
+out["qmp_counters"] = {k: v for k, v in qmp("query-vsriov")[0]["vfs"][0]["representor"].items()
+                       if k.endswith("packets")}
+
+# the representor goes: so does its port; a new one works again
+out["destroy"] = a.run(DESTROY, GROUP_SELF, 0, struct.pack("<HxxI", OBJ_REP, 0))[0]
+poll("the representor port gone from OVSDB", lambda: rep not in ports())
+out["after_destroy"] = [qmp("query-vsriov")[0]["vfs"][0].get("representor"),
+                        vf["PORT"] in ports()]
+out["again"] = rep_create(a, 1, 1)
+poll("the representor port back", lambda: rep in ports())
+out["again_netdev"] = qmp("query-vsriov")[0]["vfs"][0]["representor"]["netdev"]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def host(l1host):
+    l1 = l1host
+    l1.check("modprobe -a vduse vhost_vdpa")
+    l1.check(L1_OVS_DPDK_START, timeout=180)
+    l1.check(f"ovs-vsctl add-br {BRIDGE} -- set bridge {BRIDGE} datapath_type=netdev")
+    l1.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
+    l1.check(f"cat > /tmp/eswitch_driver.py <<'EOF'\n{DRIVER}EOF")
+    start_daemon(l1, daemon_binary())
+    yield l1
+    stop_daemon(l1)
+
+
+def run_driver(l1, name, how):
+    res = l1.run(f"python3 /tmp/eswitch_driver.py {BRIDGE} {name} {how}", timeout=240)
+    assert res.ok, (f"{res}\n--- QEMU\n{l1.check(f'tail -20 /scratch/qemu-{name}.log')}"
+                    f"\n--- daemon\n{l1.check(f'tail -30 {DAEMON_LOG}')}")
+    return json.loads(res.stdout.splitlines()[-1])
+
+
+def stop_qemu(l1, name):
+    l1.check(f"kill $(cat /tmp/{name}.pid); "
+             f"while kill -0 $(cat /tmp/{name}.pid) 2>/dev/null; do sleep 0.05; done",
+             timeout=60)
+
+
+def test_representor_through_qemu_and_the_daemon(host):
+    l1 = host
+    l1.check(qemu_cmd("esw", "sw", 2))
+    try:
+        out = run_driver(l1, "esw", "ok")
+    finally:
+        rep_ports = l1.check(f"ovs-vsctl list-ports {BRIDGE} | grep '^vr' || true").split()
+        stop_qemu(l1, "esw")
+    assert out["eswitch"] == 0 and out["rep"] == 0, out
+    port, rep, on_bridge = out["ports"]
+    assert rep == "vr" + port and on_bridge, out
+    assert out["representor"]["netdev"] == "p0.rep0", out
+    # the VF's frame, with the header QEMU writes (num_buffers 1)
+    hdr, eth, mark = out["rep_rx"]
+    assert hdr == "00" * 10 + "0100" and mark == "vf0-to-rep", out
+    assert out["rep_tx_counted"] == 1, out
+    assert out["qmp_counters"] == {"rx-packets": 1, "tx-packets": 1}, out
+    assert out["destroy"] == 0 and out["after_destroy"] == [None, True], out
+    assert out["again"] == 0 and out["again_netdev"] == "p0.rep0", out
+    assert rep_ports == [rep], rep_ports
+    # QEMU gone: its connection and its taps with it, so is the port
+    l1.wait_until(f"! ovs-vsctl list-ports {BRIDGE} | grep -q '^vr'", timeout=30)
+
+
+def test_pool_without_switchdev_refuses_the_representor(host):
+    l1 = host
+    l1.check(qemu_cmd("esl", "legacy", 1))
+    try:
+        out = run_driver(l1, "esl", "refused")
+    finally:
+        stop_qemu(l1, "esl")
+    # EPERM (status 1), the mode stays, no port and no representor made
+    assert out["eswitch"] == 0 and out["rep"] == 1, out
+    assert out["ports_unchanged"] and out["representor"] is None, out
+    # the reason reaches the host's log, in one sentence
+    log = l1.check("cat /scratch/qemu-esl.log")
+    assert ("virtual SR-IOV PF 'pf0': representor 0: vsriov-daemon-pool 'p0': the "
+            "daemon refused: pool 'legacy' gives no representor ports (switchdev = no)"
+            in log), log
