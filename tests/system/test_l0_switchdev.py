@@ -15,13 +15,15 @@ driver and QMP show), and a representor's admin state is its VF's carrier;
 devlink-rate's tx_max is the VF's rate that `ip link show` reports.  Back
 to legacy, it all goes.  Hostile: bad port indexes and values are refused
 and change nothing; mode flips in a loop while two VFs ping each other
-leave QEMU, the guest and the VFs working.  Debian's stock kernel sees no
+leave QEMU, the guest and the VFs working, and the PF ejected in
+switchdev mode takes its representors and devlink instance with it (on the
+lockdep kernel, which reports nothing).  Debian's stock kernel sees no
 devlink instance at all, and its VFs work."""
 import json
 
 import pytest
 
-from harness import stock
+from harness import paths, stock
 from system.guest_net import FIND_PF, enable_vfs, vf_into_netns, vf_netdev
 from system.test_l0_vpf import host_switch
 
@@ -107,6 +109,9 @@ def assert_no_kernel_warning(g):
     res = g.run("dmesg | grep -E 'WARNING:|BUG:|possible circular|possible recursive|"
                 "inconsistent lock|INFO: task|Call Trace'")
     assert not res.ok, f"the guest's kernel complained:\n{g.check('dmesg | tail -60')}"
+    # (lockdep turns itself off at its first report)
+    assert g.check("! test -e /proc/lockdep_stats || "
+                   "grep -E '^ *debug_locks: *1$' /proc/lockdep_stats && echo on").strip()
 
 
 def qmp_pf(g):
@@ -219,7 +224,10 @@ def test_switchdev_representors_and_port_functions(netns, guest_factory):
 
 
 def test_switchdev_hostile(netns, guest_factory):
-    host, g, pf = start(netns, guest_factory, "eswh")
+    """On the lockdep kernel: the mode and representors change under the
+    devlink instance lock with RTNL inside it, beside VF enables, traffic
+    and the PF's removal."""
+    host, g, pf = start(netns, guest_factory, "eswh", kernel=paths.guest("vmlinuz-lockdep"))
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, NUM_VFS)
     vf_into_netns(g, pf, 0, "a", "10.31.0.1/24")
@@ -269,6 +277,17 @@ def test_switchdev_hostile(netns, guest_factory):
     assert " 0% packet loss" in g.check("ip netns exec a ping -c 2 -W 5 10.31.0.2", timeout=60)
     assert g.check(f"cat /sys/class/net/{dev}/operstate").strip()
     assert g.qmp.execute("query-status")["status"] == "running"
+
+    # The PF ejected in switchdev mode, with its VFs and representors.
+    g.check("ip netns del a && ip netns del b")
+    g.check(f"devlink dev eswitch set pci/{pf} mode switchdev")
+    assert sorted(reps(g, pf)) == [0, 1]
+    g.qmp.execute("device_del", {"id": "pf0"})
+    g.qmp.wait_event("DEVICE_DELETED", timeout=60,
+                     match=lambda ev: ev["data"].get("device") == "pf0")
+    assert g.qmp.execute("query-vsriov") == []
+    g.wait_until(f"! test -e /sys/bus/pci/devices/{pf}", timeout=30)
+    assert f"pci/{pf}" not in g.check("devlink dev show")
     assert_no_kernel_warning(g)
 
 
