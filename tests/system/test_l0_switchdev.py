@@ -56,11 +56,11 @@ def host_reps(ns, n, taps="t"):
         ns.run(f"ip tuntap add dev {taps}rep{i} mode tap && ip link set {taps}rep{i} up")
 
 
-def start(netns, guest_factory, name, **kw):
+def start(netns, guest_factory, name, extra=(), **kw):
     host = netns(f"vsr-{name}")
     host_switch(host, NUM_VFS)
     host_reps(host, NUM_VFS)
-    g = guest_factory(name, netns=host.name, qemu_args=esw_args(NUM_VFS), **kw)
+    g = guest_factory(name, netns=host.name, qemu_args=esw_args(NUM_VFS) + list(extra), **kw)
     pf = g.check(FIND_PF).strip()
     return host, g, pf
 
@@ -288,6 +288,33 @@ def test_switchdev_hostile(netns, guest_factory):
     assert g.qmp.execute("query-vsriov") == []
     g.wait_until(f"! test -e /sys/bus/pci/devices/{pf}", timeout=30)
     assert f"pci/{pf}" not in g.check("devlink dev show")
+    assert_no_kernel_warning(g)
+
+
+def test_switchdev_refused_rolls_back(netns, guest_factory):
+    """VF 3's representor backend is taken (another NIC holds it): the
+    device refuses VF 3's representor, after the driver made those of VFs
+    0-2.  The mode set fails naming VF 3, and everything made is undone:
+    legacy mode, no representor, no pcivf port, on both sides."""
+    host, g, pf = start(netns, guest_factory, "eswrb",
+                        extra=["-device", "e1000,netdev=r3,addr=0x9"])
+    enable_vfs(g, pf, NUM_VFS)
+    res = g.run(f"devlink dev eswitch set pci/{pf} mode switchdev")
+    assert not res.ok and "VF 3" in res.stderr, res
+    assert mode(g, pf) == "legacy"
+    assert [v["flavour"] for v in ports(g, pf).values()] == ["physical"]
+    assert not g.run("ip -d link show | grep -q 'portname pf0vf'").ok
+    info = qmp_pf(g)
+    assert info["eswitch-mode"] == "legacy"
+    assert not any("representor" in vf for vf in info["vfs"]), info
+
+    # Without VF 3 the same PF goes to switchdev mode and back.
+    enable_vfs(g, pf, 0)
+    enable_vfs(g, pf, 3)
+    g.check(f"devlink dev eswitch set pci/{pf} mode switchdev")
+    assert sorted(reps(g, pf)) == [0, 1, 2]
+    g.check(f"devlink dev eswitch set pci/{pf} mode legacy")
+    assert reps(g, pf) == {}
     assert_no_kernel_warning(g)
 
 
