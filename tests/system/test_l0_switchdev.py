@@ -13,7 +13,9 @@ and the representors; frames cross each representor's channel both ways
 (counted on both sides); port functions set the VF's MAC (what the VF's
 driver and QMP show), and a representor's admin state is its VF's carrier;
 devlink-rate's tx_max is the VF's rate that `ip link show` reports.  Back
-to legacy, it all goes.  Hostile: bad port indexes and values are refused
+to legacy, it all goes.  A representor the device refuses (its backend
+taken) fails the mode change, naming the VF, and undoes the representors
+made before it.  Hostile: bad port indexes and values are refused
 and change nothing; mode flips in a loop while two VFs ping each other
 leave QEMU, the guest and the VFs working, and the PF ejected in
 switchdev mode takes its representors and devlink instance with it (on the
