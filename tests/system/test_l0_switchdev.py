@@ -15,7 +15,9 @@ driver and QMP show), and a representor's admin state is its VF's carrier;
 devlink-rate's tx_max is the VF's rate that `ip link show` reports.  Back
 to legacy, it all goes.  A representor the device refuses (its backend
 taken) fails the mode change, naming the VF, and undoes the representors
-made before it.  Hostile: bad port indexes and values are refused
+made before it.  A guest in switchdev mode migrates with its
+representors, whose channels then reach the destination's taps.  Hostile:
+bad port indexes and values are refused
 and change nothing; mode flips in a loop while two VFs ping each other
 leave QEMU, the guest and the VFs working, and the PF ejected in
 switchdev mode takes its representors and devlink instance with it (on the
@@ -26,6 +28,7 @@ import json
 import pytest
 
 from harness import paths, stock
+from harness.vm import Guest
 from system.guest_net import FIND_PF, enable_vfs, vf_into_netns, vf_netdev
 from system.test_l0_vpf import host_switch
 
@@ -318,6 +321,44 @@ def test_switchdev_refused_rolls_back(netns, guest_factory):
     g.check(f"devlink dev eswitch set pci/{pf} mode legacy")
     assert reps(g, pf) == {}
     assert_no_kernel_warning(g)
+
+
+def test_switchdev_guest_migrates(netns, guest_factory):
+    """The guest's switchdev state lives in the device: after a live
+    migration to a QEMU with representor taps of its own (drep<n>), the
+    guest is still in switchdev mode with its representors, representor
+    0's channel now reaches the destination's tap, and the mode goes back
+    to legacy there."""
+    host, g, pf = start(netns, guest_factory, "eswmig")
+    host_switch(host, NUM_VFS, taps="d")
+    host_reps(host, NUM_VFS, taps="d")
+    enable_vfs(g, pf, 2)
+    g.check(f"devlink dev eswitch set pci/{pf} mode switchdev")
+    rep0 = reps(g, pf)[0]
+    g.check(f"ip addr add 10.30.0.2/24 dev {rep0} && ip link set {rep0} up")
+    host.run("ip addr add 10.30.0.1/24 dev trep0")
+    assert " 0% packet loss" in host.run("ping -c 2 -W 5 10.30.0.2", timeout=30).stdout
+
+    with Guest(g.name + "-dst", g.artifacts, netns=host.name, incoming=True,
+               qemu_args=esw_args(NUM_VFS, taps="d")) as dst:
+        g.migrate_to(dst)
+        assert mode(dst, pf) == "switchdev"
+        assert sorted(reps(dst, pf)) == [0, 1]
+        info = qmp_pf(dst)
+        assert info["eswitch-mode"] == "switchdev"
+        assert [vf.get("representor", {}).get("netdev") for vf in info["vfs"]] == \
+            ["r0", "r1", None, None], info
+        # representor 0's channel: the destination's tap drep0 now
+        host.run("ip addr del 10.30.0.1/24 dev trep0 && ip addr add 10.30.0.1/24 dev drep0 "
+                 "&& ip neigh flush all")
+        before = counters(lambda c: host.run(c).stdout, "drep0")
+        res = host.run("ping -c 3 -W 5 10.30.0.2", check=False, timeout=60)
+        assert res.returncode == 0, f"representor 0 not reached after the migration:\n{res.stdout}"
+        after = counters(lambda c: host.run(c).stdout, "drep0")
+        assert after[0] - before[0] >= 3 and after[1] - before[1] >= 3
+        dst.check(f"devlink dev eswitch set pci/{pf} mode legacy")
+        assert reps(dst, pf) == {} and qmp_pf(dst)["eswitch-mode"] == "legacy"
+        assert_no_kernel_warning(dst)
 
 
 def test_stock_kernel_sees_no_devlink(netns, guest_factory):
