@@ -159,8 +159,11 @@ def qos_drops(l1, port):
 class System:
     """Level 1 set up, and the VM (Level 2) on it, once start() returned."""
 
-    def __init__(self, l1, pool="tenant-a", count=4):
+    def __init__(self, l1, pool="tenant-a", count=4, conf=CONF, eswitch=False):
+        """conf: the daemon's configuration; eswitch: the VM's PF offers
+        switchdev mode (sriov-eswitch=on, docs/switchdev.md)."""
         self.l1, self.pool, self.count = l1, pool, count
+        self.conf, self.eswitch = conf, eswitch
         self.l2 = self.pf = self.pf_dev = None
 
     def start_host(self):
@@ -174,7 +177,7 @@ class System:
         l1.check("modprobe -a vduse vhost_vdpa")
         l1.check(L1_OVS_DPDK_START, timeout=180)
         l1.check(f"ovs-vsctl add-br {BRIDGE} -- set bridge {BRIDGE} datapath_type=netdev")
-        l1.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
+        l1.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n{self.conf}EOF")
         l1.check(f"cat > /tmp/vpd_client.py <<'EOF'\n{CLIENT}EOF")
         start_daemon(l1, daemon_binary())
 
@@ -184,12 +187,17 @@ class System:
         return ["-uuid", str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.vsriov.test")),
                 "-object", "memory-backend-memfd,id=mem0,size=512M,share=on",
                 "-machine", "memory-backend=mem0",
-                "-netdev", f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet",
+                # (sriov-eswitch needs a control queue, which OVS-DPDK's
+                # VDUSE devices do not offer: the PF's own traffic is then
+                # QEMU's user network, the VFs' the switch's)
+                "-netdev", ("user,id=pfnet" if self.eswitch else
+                            f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet"),
                 "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,"
                            f"pool={self.pool},count={self.count},lazy=on",
                 "-device", "pcie-root-port,id=rp0,chassis=1",
                 "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
-                           f"mac={mac},romfile=",
+                           f"mac={mac},romfile=" +
+                           (",sriov-eswitch=on" if self.eswitch else ""),
                 "-virtfs", "local,path=/scratch/tools,mount_tag=tools,security_model=none,"
                            "readonly=on"]
 
