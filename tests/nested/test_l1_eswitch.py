@@ -21,9 +21,9 @@ import json
 
 import pytest
 
-from harness.e2e import BRIDGE, DAEMON_LOG, daemon_binary, start_daemon, stop_daemon
-from harness.ovs import L1_OVS_DPDK_START
-from nested.test_l1_daemon_reps import CONF
+from harness.e2e import BRIDGE, DAEMON_LOG
+# (OVS-DPDK and the daemon with pools sw and legacy, once per module)
+from nested.test_l1_daemon_reps import host  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -148,20 +148,8 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def host(l1host):
-    l1 = l1host
-    l1.check("modprobe -a vduse vhost_vdpa")
-    l1.check(L1_OVS_DPDK_START, timeout=180)
-    l1.check(f"ovs-vsctl add-br {BRIDGE} -- set bridge {BRIDGE} datapath_type=netdev")
-    l1.check(f"mkdir -p /run/vpd /var/lib/vpd && cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
-    l1.check(f"cat > /tmp/eswitch_driver.py <<'EOF'\n{DRIVER}EOF")
-    start_daemon(l1, daemon_binary())
-    yield l1
-    stop_daemon(l1)
-
-
 def run_driver(l1, name, how):
+    l1.check(f"cat > /tmp/eswitch_driver.py <<'EOF'\n{DRIVER}EOF")
     res = l1.run(f"python3 /tmp/eswitch_driver.py {BRIDGE} {name} {how}", timeout=240)
     assert res.ok, (f"{res}\n--- QEMU\n{l1.check(f'tail -20 /scratch/qemu-{name}.log')}"
                     f"\n--- daemon\n{l1.check(f'tail -30 {DAEMON_LOG}')}")
