@@ -14,7 +14,10 @@
 
 G_DEFINE_QUARK(vpd-protocol-error-quark, vpd_protocol_error)
 
-enum kind { K_NONE, K_U8, K_U16, K_U32, K_MAC, K_STR, K_NEST, K_TOKEN };
+enum kind {
+	K_NONE, K_U8, K_U16, K_U32, K_U64, K_MAC, K_STR, K_NEST, K_TOKEN,
+	K_B4, K_B8, K_B12, K_B32,
+};
 
 static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_POOL] = K_STR,
@@ -39,6 +42,24 @@ static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_FLOW] = K_STR,
 	[VPD_A_HANDOVER] = K_TOKEN,
 	[VPD_A_REP_PORT] = K_STR,
+	[VPD_A_FLOW_ID] = K_U32,
+	[VPD_A_PRIORITY] = K_U16,
+	[VPD_A_M_ETH_DST] = K_B12,
+	[VPD_A_M_ETH_SRC] = K_B12,
+	[VPD_A_M_ETH_TYPE] = K_U16,
+	[VPD_A_M_VLAN_VID] = K_U16,
+	[VPD_A_M_IP_PROTO] = K_U8,
+	[VPD_A_M_IPV4_SRC] = K_B8,
+	[VPD_A_M_IPV4_DST] = K_B8,
+	[VPD_A_M_IPV6_SRC] = K_B32,
+	[VPD_A_M_IPV6_DST] = K_B32,
+	[VPD_A_M_L4_SRC] = K_B4,
+	[VPD_A_M_L4_DST] = K_B4,
+	[VPD_A_OUT] = K_U32,
+	[VPD_A_VLAN_POP] = K_U8,
+	[VPD_A_VLAN_PUSH] = K_U16,
+	[VPD_A_PACKETS] = K_U64,
+	[VPD_A_BYTES] = K_U64,
 };
 
 #define MAX_STR 1024
@@ -117,6 +138,15 @@ void vpd_put_u32(struct vpd_builder *b, uint16_t type, uint32_t v)
 	vpd_put_bytes(b, type, le, 4);
 }
 
+void vpd_put_u64(struct vpd_builder *b, uint16_t type, uint64_t v)
+{
+	uint8_t le[8];
+
+	put_le32(le, v);
+	put_le32(le + 4, v >> 32);
+	vpd_put_bytes(b, type, le, 8);
+}
+
 void vpd_put_str(struct vpd_builder *b, uint16_t type, const char *s)
 {
 	vpd_put_bytes(b, type, s, strlen(s) + 1);
@@ -160,6 +190,9 @@ static bool known_type(uint16_t type)
 	case VPD_MSG_STATUS:
 	case VPD_MSG_REP_OPEN:
 	case VPD_MSG_REP_CLOSE:
+	case VPD_MSG_FLOW_ADD:
+	case VPD_MSG_FLOW_DEL:
+	case VPD_MSG_FLOW_STATS:
 	case VPD_MSG_REPLY:
 	case VPD_MSG_ERROR:
 		return true;
@@ -241,8 +274,16 @@ static bool check_value(enum kind k, const uint8_t *v, uint16_t len, int depth,
 		return len == 2 || bad(error, "u16 attribute of wrong size");
 	case K_U32:
 		return len == 4 || bad(error, "u32 attribute of wrong size");
+	case K_U64:
+		return len == 8 || bad(error, "u64 attribute of wrong size");
 	case K_MAC:
 		return len == 6 || bad(error, "MAC attribute of wrong size");
+	case K_B4:
+	case K_B8:
+	case K_B12:
+	case K_B32:
+		return len == (k == K_B4 ? 4 : k == K_B8 ? 8 : k == K_B12 ? 12 : 32) ||
+		       bad(error, "match attribute of wrong size");
 	case K_TOKEN:
 		return len == VPD_HANDOVER_SIZE ||
 		       bad(error, "HANDOVER attribute of wrong size");
@@ -314,6 +355,14 @@ bool vpd_attr_u32(const struct vpd_attr_view *a, uint32_t *out)
 	if (!a || a->len != 4)
 		return false;
 	*out = get_le32(a->value);
+	return true;
+}
+
+bool vpd_attr_u64(const struct vpd_attr_view *a, uint64_t *out)
+{
+	if (!a || a->len != 8)
+		return false;
+	*out = get_le32(a->value) | (uint64_t)get_le32(a->value + 4) << 32;
 	return true;
 }
 

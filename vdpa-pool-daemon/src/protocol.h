@@ -40,6 +40,11 @@ enum vpd_msg_type {
 	VPD_MSG_REP_OPEN = 6,   /* handle -> PORT + the representor's tap fd
 				 * (pools with switchdev = yes) */
 	VPD_MSG_REP_CLOSE = 7,  /* handle: its representor port goes */
+	VPD_MSG_FLOW_ADD = 8,   /* FLOW_ID, PRIORITY, HANDLE (the source VF),
+				 * M_* matches, OUT/VLAN_* actions: a guest's
+				 * rule in the connection's own table */
+	VPD_MSG_FLOW_DEL = 9,   /* FLOW_ID */
+	VPD_MSG_FLOW_STATS = 10, /* FLOW_ID -> PACKETS, BYTES */
 	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
 	VPD_MSG_ERROR = 65,     /* errno, message */
 };
@@ -73,7 +78,26 @@ enum vpd_attr {
 				 * REPLY carries; in a SET_ATTRS, another
 				 * connection's token */
 	VPD_A_REP_PORT = 22,    /* string: the VF's representor port (STATUS) */
-	VPD_A_MAX = 22,
+	/* A guest's rule (FLOW_*): matches carry value then mask */
+	VPD_A_FLOW_ID = 23,     /* u32: the client's number, unique per connection */
+	VPD_A_PRIORITY = 24,    /* u16: higher matched first */
+	VPD_A_M_ETH_DST = 25,   /* 12 bytes: address, mask */
+	VPD_A_M_ETH_SRC = 26,   /* 12 bytes: address, mask */
+	VPD_A_M_ETH_TYPE = 27,  /* u16, exact: the EtherType after any VLAN tag */
+	VPD_A_M_VLAN_VID = 28,  /* u16, exact, 1..4094: the frame's 802.1Q VID */
+	VPD_A_M_IP_PROTO = 29,  /* u8, exact */
+	VPD_A_M_IPV4_SRC = 30,  /* 8 bytes: address, mask (network order) */
+	VPD_A_M_IPV4_DST = 31,  /* 8 bytes */
+	VPD_A_M_IPV6_SRC = 32,  /* 32 bytes: address, mask */
+	VPD_A_M_IPV6_DST = 33,  /* 32 bytes */
+	VPD_A_M_L4_SRC = 34,    /* 4 bytes: be16 port, be16 mask (TCP or UDP) */
+	VPD_A_M_L4_DST = 35,    /* 4 bytes */
+	VPD_A_OUT = 36,         /* u32: the handle to forward to; absent: drop */
+	VPD_A_VLAN_POP = 37,    /* u8 1: pop the outer 802.1Q tag first */
+	VPD_A_VLAN_PUSH = 38,   /* u16: push an 802.1Q tag, VID 1..4094 */
+	VPD_A_PACKETS = 39,     /* u64 */
+	VPD_A_BYTES = 40,       /* u64 */
+	VPD_A_MAX = 40,
 };
 
 /* A parsed attribute; value points into the message buffer. */
@@ -100,6 +124,7 @@ void vpd_builder_init(struct vpd_builder *b, uint16_t type, uint32_t seq);
 void vpd_put_u8(struct vpd_builder *b, uint16_t type, uint8_t v);
 void vpd_put_u16(struct vpd_builder *b, uint16_t type, uint16_t v);
 void vpd_put_u32(struct vpd_builder *b, uint16_t type, uint32_t v);
+void vpd_put_u64(struct vpd_builder *b, uint16_t type, uint64_t v);
 void vpd_put_bytes(struct vpd_builder *b, uint16_t type, const void *v, uint16_t len);
 void vpd_put_str(struct vpd_builder *b, uint16_t type, const char *s);
 void vpd_nest_start(struct vpd_builder *b, uint16_t type);
@@ -118,6 +143,7 @@ void vpd_msg_free(struct vpd_msg *msg);
 
 const struct vpd_attr_view *vpd_msg_get(const struct vpd_msg *msg, uint16_t type);
 bool vpd_attr_u32(const struct vpd_attr_view *a, uint32_t *out);
+bool vpd_attr_u64(const struct vpd_attr_view *a, uint64_t *out);
 bool vpd_attr_u16(const struct vpd_attr_view *a, uint16_t *out);
 bool vpd_attr_u8(const struct vpd_attr_view *a, uint8_t *out);
 const char *vpd_attr_str(const struct vpd_attr_view *a);  /* NULL if invalid */
