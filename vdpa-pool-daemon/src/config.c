@@ -213,6 +213,8 @@ static bool new_pool(struct parser *p, const char *name, GError **error)
 	p->pool->allow_gids = g_array_new(false, false, sizeof(uint32_t));
 	p->pool->last_vf = UINT32_MAX;
 	p->pool->spoof_check = true;
+	p->pool->max_flows = 1024;
+	p->pool->max_flow_changes = 200;
 	/* A client changes a VF's MAC only where the admin said it may. */
 	p->pool->mac_policy = VPD_MAC_LOCKED;
 	p->pool->line = p->line;
@@ -429,6 +431,16 @@ static bool pool_key(struct parser *p, const char *key, const char *val,
 		if (!parse_bool(val, &b))
 			return fail(p, error, "switchdev must be yes or no, not '%s'", val);
 		pool->switchdev = b;
+	} else if (!strcmp(key, "max-flows")) {
+		if (!parse_uint(val, 65536, &lo))
+			return fail(p, error, "max-flows must be a number of rules from 0 to 65536, "
+				    "not '%s'", val);
+		pool->max_flows = lo;
+	} else if (!strcmp(key, "max-flow-changes")) {
+		if (!parse_uint(val, 100000, &lo) || lo < 1)
+			return fail(p, error, "max-flow-changes must be changes a second from 1 to "
+				    "100000, not '%s'", val);
+		pool->max_flow_changes = lo;
 	} else if (!strcmp(key, "mac-handover")) {
 		if (!strcmp(val, "token"))
 			pool->mac_handover = VPD_HANDOVER_TOKEN;

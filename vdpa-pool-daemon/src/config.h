@@ -67,6 +67,12 @@ struct vpd_pool {
 	 * goes to and comes from, instead of the VF's legacy flows.
 	 */
 	bool switchdev;
+	/*
+	 * A guest's offloaded rules (FLOW_ADD, switchdev pools): at most
+	 * max_flows per connection whose source VF is of this pool, and at
+	 * most max_flow_changes adds and deletes a second per connection.
+	 */
+	unsigned max_flows, max_flow_changes;
 	unsigned line;
 };
 

@@ -69,6 +69,18 @@ static void flows_ovs(GPtrArray *entries, void *worker, vpd_flows_done_fn done, 
 	vpd_ovs_worker_flows(worker, entries, done, opaque);
 }
 
+static void rules_ovs(const struct vpd_rule_change *c, void *worker, vpd_applied_fn done,
+		      void *opaque)
+{
+	vpd_ovs_worker_rules(worker, c, done, opaque);
+}
+
+static void rule_stats_ovs(uint8_t table, uint32_t id, void *worker, vpd_rule_counted_fn done,
+			   void *opaque)
+{
+	vpd_ovs_worker_rule_stats(worker, table, id, done, opaque);
+}
+
 /*
  * --fake-datapath, for the API's tests: what a slow OVS does to the server
  * (each change answered after delay_ms, in order), and one that refuses
@@ -549,6 +561,7 @@ int main(int argc, char **argv)
 		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);
 		vpd_server_set_apply(server, apply_ovs, worker);
 		vpd_server_set_flows(server, flows_ovs, worker);
+		vpd_server_set_rules(server, rules_ovs, rule_stats_ovs, worker);
 		vpd_server_set_reps(server, vpd_tap_open, vpd_tap_remove);
 	}
 

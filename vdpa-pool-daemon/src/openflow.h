@@ -19,13 +19,33 @@
 
 struct vpd_flow {
 	uint64_t cookie;
+	uint8_t table;        /* the flow's table (a DELETE: VPD_OFPTT_ALL for all) */
 	uint16_t priority;
 	uint32_t in_port;     /* 0: any */
 	bool match_src;
 	uint8_t src[6];
+	/*
+	 * A guest's rule (rules.h) matches more: each field below with a
+	 * zero mask (or 0 / false) is not matched.  src_mask, with
+	 * match_src: all-zero means exact.
+	 */
+	uint8_t src_mask[6];
+	uint8_t dst[6], dst_mask[6];
+	uint16_t eth_type;
+	uint16_t vlan_vid;    /* 1..4094 */
+	bool match_ip_proto;
+	uint8_t ip_proto;
+	uint8_t ipv4_src[4], ipv4_src_mask[4], ipv4_dst[4], ipv4_dst_mask[4];
+	uint8_t ipv6_src[16], ipv6_src_mask[16], ipv6_dst[16], ipv6_dst_mask[16];
+	uint16_t l4_src, l4_src_mask, l4_dst, l4_dst_mask; /* TCP or UDP by ip_proto */
+	/* actions, in this order: pop_vlan, push_vlan + set_field, ... */
+	bool pop_vlan;
+	uint16_t push_vid;    /* 0: none */
 	bool normal;          /* actions=NORMAL; else drop ... */
-	uint32_t output;      /* ... or, not 0, actions=output:PORT */
+	uint32_t output;      /* ... or, not 0, actions=output:PORT ... */
+	uint8_t goto_table;   /* ... or, not 0, goto_table:T */
 };
+#define VPD_OFPTT_ALL 0xff
 
 /* A flow as ovs-ofctl prints it (without counters). */
 char *vpd_flow_to_string(const struct vpd_flow *f);
@@ -38,7 +58,7 @@ enum {
 	VPD_OFPT_BARRIER_REPLY = 21, VPD_OFPT_BUNDLE_CONTROL = 33,
 	VPD_OFPT_BUNDLE_ADD_MESSAGE = 34,
 };
-enum { VPD_OFPFC_ADD = 0, VPD_OFPFC_DELETE = 3 };
+enum { VPD_OFPFC_ADD = 0, VPD_OFPFC_DELETE = 3, VPD_OFPFC_DELETE_STRICT = 4 };
 /* Bundle control types. */
 enum {
 	VPD_OFPBCT_OPEN_REQUEST = 0, VPD_OFPBCT_COMMIT_REQUEST = 4,
@@ -68,16 +88,16 @@ void vpd_of_hello(GByteArray *out, uint32_t xid);
  * but the type. */
 void vpd_of_echo_reply(GByteArray *out, const uint8_t *req, guint len);
 void vpd_of_barrier_request(GByteArray *out, uint32_t xid);
-/* ADD f, or DELETE (non-strict) every flow whose cookie matches f->cookie
- * under cookie_mask. */
+/* ADD f, or DELETE (non-strict) every flow of table f->table (VPD_OFPTT_ALL:
+ * of every table) whose cookie matches f->cookie under cookie_mask. */
 void vpd_of_flow_mod(GByteArray *out, uint32_t xid, uint8_t command, const struct vpd_flow *f,
 		     uint64_t cookie_mask);
 void vpd_of_bundle_ctrl(GByteArray *out, uint32_t xid, uint32_t bundle, uint16_t type);
 /* Wrap the message msg (whole, with its header) into bundle; the copy
  * gets xid. */
 void vpd_of_bundle_add(GByteArray *out, uint32_t xid, uint32_t bundle, const GByteArray *msg);
-/* The statistics of table 0's flows whose cookie matches under cookie_mask. */
-void vpd_of_flow_stats_request(GByteArray *out, uint32_t xid, uint64_t cookie,
+/* The statistics of table's flows whose cookie matches under cookie_mask. */
+void vpd_of_flow_stats_request(GByteArray *out, uint32_t xid, uint8_t table, uint64_t cookie,
 			       uint64_t cookie_mask);
 /*
  * One flow statistics reply (m, len bytes, whole): each flow's counters go
@@ -85,5 +105,11 @@ void vpd_of_flow_stats_request(GByteArray *out, uint32_t xid, uint64_t cookie,
  * -> "n_packets=.., n_bytes=..".  False if the reply is malformed.
  */
 bool vpd_of_flow_stats_parse(const uint8_t *m, guint len, GHashTable *by_cookie);
+/*
+ * The same reply's counters of the flow with cookie, added to *packets and
+ * *bytes (*found set when it is there).  False if the reply is malformed.
+ */
+bool vpd_of_flow_stats_counts(const uint8_t *m, guint len, uint64_t cookie, uint64_t *packets,
+			      uint64_t *bytes, bool *found);
 
 #endif

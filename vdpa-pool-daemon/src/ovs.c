@@ -685,7 +685,8 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
-	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC };
+	/* (every table: no guest's rule outlives a restart, rules.h) */
+	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC, .table = VPD_OFPTT_ALL };
 	struct vpd_flow others = vpd_others_flow();
 	gint64 deadline;
 
@@ -839,6 +840,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	static const char *const cols[] = { "next_cfg", NULL };
 	static const enum vpd_flow_kind gone[] = {
 		VPD_FLOW_ALLOW, VPD_FLOW_REP_DENY, VPD_FLOW_TO_REP, VPD_FLOW_FROM_REP,
+		VPD_FLOW_MISS,
 	};
 	unsigned pfi = pf_index(o, e->pool->pf);
 	g_autoptr(JsonBuilder) ops = ops_new();
@@ -897,7 +899,8 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 	g_hash_table_remove(o->rows, KEY(e));
 	/* deletion first: every flow of the VF but its deny flow */
 	for (unsigned j = 0; j < G_N_ELEMENTS(gone); j++) {
-		struct vpd_flow del = { .cookie = vpd_flow_cookie(gone[j], pfi, e->vf) };
+		struct vpd_flow del = { .cookie = vpd_flow_cookie(gone[j], pfi, e->vf),
+					.table = VPD_OFPTT_ALL };
 
 		add_mod(mods, VPD_OFPFC_DELETE, &del, ~0ull);
 	}
@@ -1097,7 +1100,7 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 			break;
 		g_byte_array_set_size(req, 0);
 		xid = ++o->of.xid;
-		vpd_of_flow_stats_request(req, xid, vpd_flow_cookie(0, pfi, e->vf),
+		vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, vpd_flow_cookie(0, pfi, e->vf),
 					  ~VPD_COOKIE_KIND_MASK);
 		if (vpd_ofconn_send(&o->of, req, &err) &&
 		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
@@ -1120,4 +1123,94 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 	}
 	g_hash_table_unref(by_cookie);
 	return lines;
+}
+
+/* ---- a guest's rules ---------------------------------------------------- */
+
+bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error)
+{
+	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
+		(GDestroyNotify)g_byte_array_unref);
+	g_autoptr(GError) stale = NULL;
+	uint32_t first = 0, commit = 0;
+
+	if (c->del_table) {
+		struct vpd_flow del = { .cookie = vpd_rule_table_cookie(c->table),
+					.table = c->table };
+
+		add_mod(mods, VPD_OFPFC_DELETE, &del, VPD_RULE_TABLE_COOKIE_MASK);
+	}
+	for (unsigned i = 0; i < c->del->len; i++) {
+		struct vpd_flow del = {
+			.cookie = vpd_rule_cookie(c->table, g_array_index(c->del, uint32_t, i)),
+			.table = c->table,
+		};
+
+		add_mod(mods, VPD_OFPFC_DELETE, &del, ~0ull);
+	}
+	for (unsigned i = 0; i < c->add->len; i++) {
+		const struct vpd_rule *r = c->add->pdata[i];
+		struct vpd_flow f;
+
+		vpd_rule_flow(r, vpd_vf_ofport(pf_index(o, r->in_pf), r->in_vf),
+			      r->out_pf ? vpd_vf_ofport(pf_index(o, r->out_pf), r->out_vf) : 0, &f);
+		add_mod(mods, VPD_OFPFC_ADD, &f, 0);
+	}
+	if (!mods->len)
+		return true;
+	if (!vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, &stale) &&
+	    !vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, error))
+		return false;
+	return vpd_ofconn_wait(&o->of, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error);
+}
+
+struct counts {
+	uint64_t cookie, packets, bytes;
+	bool found, malformed;
+};
+
+static bool counts_cb(const uint8_t *m, guint len, void *opaque)
+{
+	struct counts *c = opaque;
+
+	if (!vpd_of_flow_stats_counts(m, len, c->cookie, &c->packets, &c->bytes, &c->found))
+		c->malformed = true;
+	return !c->malformed;
+}
+
+bool vpd_ovs_rule_stats(struct vpd_ovs *o, uint8_t table, uint32_t id, uint64_t *packets,
+			uint64_t *bytes, GError **error)
+{
+	g_autoptr(GByteArray) req = g_byte_array_new();
+	struct counts c = { .cookie = vpd_rule_cookie(table, id) };
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		g_autoptr(GError) err = NULL;
+		uint32_t xid;
+
+		if (!vpd_ofconn_connect(&o->of, error))
+			return false;
+		g_byte_array_set_size(req, 0);
+		xid = ++o->of.xid;
+		c.packets = c.bytes = 0;
+		c.found = c.malformed = false;
+		vpd_of_flow_stats_request(req, xid, table, c.cookie, ~0ull);
+		if (vpd_ofconn_send(&o->of, req, &err) &&
+		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, counts_cb, &c,
+				    &err))
+			break;
+		if (o->of.c.fd >= 0 || attempt) {
+			g_propagate_error(error, g_steal_pointer(&err));
+			return false;
+		}
+	}
+	if (c.malformed)
+		return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+				    "OVS: a malformed flow statistics reply");
+	if (!c.found)
+		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND, "OVS: rule %u of table %u is "
+				    "missing in OVS", id, table);
+	*packets = c.packets;
+	*bytes = c.bytes;
+	return true;
 }

@@ -63,6 +63,18 @@ void vpd_ovs_idle(struct vpd_ovs *o);
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error);
 
 /*
+ * A change of a guest's rules (rules.h) as one atomic bundle, answered
+ * once OVS committed it.  Blocks (the worker thread's).
+ */
+bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error);
+/*
+ * OVS's counters of rule id of table (its flow statistics, by cookie);
+ * NOT_FOUND when OVS lacks the flow.  Blocks.
+ */
+bool vpd_ovs_rule_stats(struct vpd_ovs *o, uint8_t table, uint32_t id, uint64_t *packets,
+			uint64_t *bytes, GError **error);
+
+/*
  * The errors of these functions are G_IO_ERROR, their code saying which
  * kind of failure it is:
  *

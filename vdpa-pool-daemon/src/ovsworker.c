@@ -6,7 +6,7 @@
 #include "conn.h"
 #include "server.h"         /* VPD_FLOWS_WAIT_MS */
 
-enum job_kind { JOB_APPLY, JOB_FLOWS, JOB_TICK, JOB_STOP };
+enum job_kind { JOB_APPLY, JOB_FLOWS, JOB_TICK, JOB_STOP, JOB_RULES, JOB_STATS };
 
 struct job {
 	enum job_kind kind;
@@ -19,6 +19,11 @@ struct job {
 	/* the answer */
 	GError *error;
 	GPtrArray *flows;           /* FLOWS: a GPtrArray of lines per entry */
+	struct vpd_rule_change *rules; /* RULES */
+	vpd_ovs_stats_fn stats_done;   /* STATS: of rule id of table */
+	uint8_t table;
+	uint32_t id;
+	uint64_t packets, bytes;
 };
 
 struct vpd_ovs_worker {
@@ -36,6 +41,7 @@ struct vpd_ovs_worker {
 static void job_free(struct job *j)
 {
 	vpd_pools_free(j->snap);
+	vpd_rule_change_free(j->rules);
 	g_clear_error(&j->error);
 	if (j->flows)
 		g_ptr_array_unref(j->flows);
@@ -119,8 +125,18 @@ static gpointer worker_thread(gpointer data)
 			job_free(j);
 			break;
 		}
-		fill_reps(w, j->snap);
+		if (j->snap)
+			fill_reps(w, j->snap);
 		switch (j->kind) {
+		case JOB_RULES:
+			if (!waited_too_long(j, VPD_OVS_TIMEOUT_MS, "the rules' change"))
+				vpd_ovs_rules(w->ovs, j->rules, &j->error);
+			break;
+		case JOB_STATS:
+			if (!waited_too_long(j, VPD_OVS_TIMEOUT_MS, "the question"))
+				vpd_ovs_rule_stats(w->ovs, j->table, j->id, &j->packets, &j->bytes,
+						   &j->error);
+			break;
 		case JOB_APPLY:
 			e = j->snap->entries->pdata[0];
 			if (waited_too_long(j, VPD_OVS_TIMEOUT_MS,
@@ -168,7 +184,11 @@ static gboolean job_done(gpointer data)
 	w->pending--;
 	switch (j->kind) {
 	case JOB_APPLY:
+	case JOB_RULES:
 		j->done(j->error, j->opaque);
+		break;
+	case JOB_STATS:
+		j->stats_done(j->error, j->packets, j->bytes, j->opaque);
 		break;
 	case JOB_FLOWS:
 		j->flows_done(j->flows, j->error, j->opaque);
@@ -198,8 +218,10 @@ static void push(struct vpd_ovs_worker *w, struct job *j)
 {
 	if (w->stopping) {
 		vpd_ovs_fail(&j->error, G_IO_ERROR_CANCELLED, "OVS: the daemon is stopping");
-		if (j->kind == JOB_APPLY)
+		if (j->kind == JOB_APPLY || j->kind == JOB_RULES)
 			j->done(j->error, j->opaque);
+		else if (j->kind == JOB_STATS)
+			j->stats_done(j->error, 0, 0, j->opaque);
 		else if (j->kind == JOB_FLOWS)
 			j->flows_done(NULL, j->error, j->opaque);
 		job_free(j);
@@ -286,6 +308,31 @@ void vpd_ovs_worker_flows(struct vpd_ovs_worker *w, const GPtrArray *entries,
 	j->kind = JOB_FLOWS;
 	j->snap = vpd_pools_copy(entries);
 	j->flows_done = done;
+	j->opaque = opaque;
+	push(w, j);
+}
+
+void vpd_ovs_worker_rules(struct vpd_ovs_worker *w, const struct vpd_rule_change *c,
+			  vpd_ovs_done_fn done, void *opaque)
+{
+	struct job *j = g_new0(struct job, 1);
+
+	j->kind = JOB_RULES;
+	j->rules = vpd_rule_change_copy(c);
+	j->done = done;
+	j->opaque = opaque;
+	push(w, j);
+}
+
+void vpd_ovs_worker_rule_stats(struct vpd_ovs_worker *w, uint8_t table, uint32_t id,
+			       vpd_ovs_stats_fn done, void *opaque)
+{
+	struct job *j = g_new0(struct job, 1);
+
+	j->kind = JOB_STATS;
+	j->table = table;
+	j->id = id;
+	j->stats_done = done;
 	j->opaque = opaque;
 	push(w, j);
 }

@@ -26,6 +26,8 @@
 struct vpd_ovs_worker;
 
 typedef void (*vpd_ovs_done_fn)(const GError *error, void *opaque);
+typedef void (*vpd_ovs_stats_fn)(const GError *error, uint64_t packets, uint64_t bytes,
+				 void *opaque);
 /* For each entry asked about, in order, a GPtrArray of lines (borrowed). */
 typedef void (*vpd_ovs_flows_fn)(GPtrArray *per_entry, const GError *error, void *opaque);
 
@@ -51,5 +53,11 @@ void vpd_ovs_worker_apply(struct vpd_ovs_worker *w, const struct vpd_entry *e,
  */
 void vpd_ovs_worker_flows(struct vpd_ovs_worker *w, const GPtrArray *entries,
 			  vpd_ovs_flows_fn done, void *opaque);
+/* A change of a guest's rules (vpd_ovs_rules(); c is copied); done later. */
+void vpd_ovs_worker_rules(struct vpd_ovs_worker *w, const struct vpd_rule_change *c,
+			  vpd_ovs_done_fn done, void *opaque);
+/* OVS's counters of rule id of table (vpd_ovs_rule_stats()); done later. */
+void vpd_ovs_worker_rule_stats(struct vpd_ovs_worker *w, uint8_t table, uint32_t id,
+			       vpd_ovs_stats_fn done, void *opaque);
 
 #endif

@@ -46,10 +46,18 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
 			.priority = 10, .in_port = rep,
 		};
 		if (e->claimed && e->attrs.link_state != VPD_LINK_DISABLE) {
+			/* with a table of rules: through it, its miss flow to REP */
 			out[n++] = (struct vpd_flow) {
 				.cookie = vpd_flow_cookie(VPD_FLOW_TO_REP, pf_index, e->vf),
-				.priority = 100, .in_port = port, .output = rep,
+				.priority = 100, .in_port = port,
+				.output = e->flow_table ? 0 : rep, .goto_table = e->flow_table,
 			};
+			if (e->flow_table)
+				out[n++] = (struct vpd_flow) {
+					.cookie = vpd_flow_cookie(VPD_FLOW_MISS, pf_index, e->vf),
+					.table = e->flow_table, .priority = 0, .in_port = port,
+					.output = rep,
+				};
 			out[n++] = (struct vpd_flow) {
 				.cookie = vpd_flow_cookie(VPD_FLOW_FROM_REP, pf_index, e->vf),
 				.priority = 100, .in_port = rep, .output = port,
@@ -69,6 +77,52 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
 		n++;
 	}
 	return n;
+}
+
+uint64_t vpd_rule_cookie(uint8_t table, uint32_t id)
+{
+	return VPD_COOKIE_MAGIC | (uint64_t)VPD_FLOW_RULE << 40 | (uint64_t)table << 32 | id;
+}
+
+uint64_t vpd_rule_table_cookie(uint8_t table)
+{
+	return vpd_rule_cookie(table, 0);
+}
+
+void vpd_rule_flow(const struct vpd_rule *r, uint32_t in_port, uint32_t out_port,
+		   struct vpd_flow *f)
+{
+	const struct vpd_rule_match *m = &r->m;
+
+	memset(f, 0, sizeof(*f));
+	f->cookie = vpd_rule_cookie(r->table, r->id);
+	f->table = r->table;
+	f->priority = r->priority + 1;
+	f->in_port = in_port;
+	memcpy(f->dst, m->eth_dst, 6);
+	memcpy(f->dst_mask, m->eth_dst_mask, 6);
+	f->match_src = memcmp(m->eth_src_mask, (uint8_t[6]) { 0 }, 6) != 0;
+	memcpy(f->src, m->eth_src, 6);
+	memcpy(f->src_mask, m->eth_src_mask, 6);
+	f->eth_type = m->eth_type;
+	f->vlan_vid = m->vlan_vid;
+	f->match_ip_proto = m->has_ip_proto;
+	f->ip_proto = m->ip_proto;
+	memcpy(f->ipv4_src, m->ipv4_src, 4);
+	memcpy(f->ipv4_src_mask, m->ipv4_src_mask, 4);
+	memcpy(f->ipv4_dst, m->ipv4_dst, 4);
+	memcpy(f->ipv4_dst_mask, m->ipv4_dst_mask, 4);
+	memcpy(f->ipv6_src, m->ipv6_src, 16);
+	memcpy(f->ipv6_src_mask, m->ipv6_src_mask, 16);
+	memcpy(f->ipv6_dst, m->ipv6_dst, 16);
+	memcpy(f->ipv6_dst_mask, m->ipv6_dst_mask, 16);
+	f->l4_src = m->l4_src;
+	f->l4_src_mask = m->l4_src_mask;
+	f->l4_dst = m->l4_dst;
+	f->l4_dst_mask = m->l4_dst_mask;
+	f->pop_vlan = r->vlan_pop;
+	f->push_vid = r->vlan_push;
+	f->output = out_port;
 }
 
 struct vpd_flow vpd_others_flow(void)

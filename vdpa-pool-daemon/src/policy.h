@@ -17,6 +17,7 @@
 
 #include "openflow.h"
 #include "pool.h"
+#include "rules.h"
 
 #include <json-glib/json-glib.h>
 
@@ -34,11 +35,19 @@ enum vpd_flow_kind {
 	VPD_FLOW_REP_DENY = 4, /* in_port=REP: drop (while it has one) */
 	VPD_FLOW_TO_REP = 5,  /* in_port=VF: output:REP (claimed, link not disabled) */
 	VPD_FLOW_FROM_REP = 6, /* in_port=REP: output:VF (the same) */
+	/*
+	 * Its claimant has a table of offloaded rules (e->flow_table, rules.h):
+	 * VPD_FLOW_TO_REP is goto_table:T instead, and table T has
+	 */
+	VPD_FLOW_MISS = 7,    /* table T, priority 0, in_port=VF: output:REP */
+	/* A rule of table T: "VP" | 8 | T | FLOW_ID (vpd_rule_cookie()). */
+	VPD_FLOW_RULE = 8,
 };
+#define VPD_RULE_TABLE_MASK 0x000000ff00000000ull
 #define VPD_FREE_VLAN 4095     /* the VLAN of free VFs */
 #define VPD_OFPORT_PER_PF 1000 /* VF v of the p-th [pf] is port p * 1000 + v + 1 */
 #define VPD_OFPORT_REP_BASE 500 /* its representor port, p * 1000 + 500 + v + 1 */
-#define VPD_VF_MAX_FLOWS 4     /* flows of one VF (with a representor port) */
+#define VPD_VF_MAX_FLOWS 5     /* flows of one VF (with a representor port) */
 
 uint64_t vpd_flow_cookie(enum vpd_flow_kind kind, unsigned pf_index, unsigned vf);
 uint32_t vpd_vf_ofport(unsigned pf_index, unsigned vf);
@@ -53,6 +62,20 @@ uint32_t vpd_rep_ofport(unsigned pf_index, unsigned vf);
  */
 unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
 		      struct vpd_flow out[VPD_VF_MAX_FLOWS]);
+/*
+ * Rule r's flow in its table r->table: in_port its source VF's port
+ * in_port (the daemon's, never the client's), priority PRIORITY + 1 (the
+ * miss flows have 0), r's matches, then pop_vlan, push_vlan + set_field,
+ * output:out_port (0: drop).
+ */
+void vpd_rule_flow(const struct vpd_rule *r, uint32_t in_port, uint32_t out_port,
+		   struct vpd_flow *f);
+/* The cookie of rule id of table (VPD_FLOW_RULE). */
+uint64_t vpd_rule_cookie(uint8_t table, uint32_t id);
+/* The cookie and mask that match every rule of table. */
+uint64_t vpd_rule_table_cookie(uint8_t table);
+#define VPD_RULE_TABLE_COOKIE_MASK \
+	(VPD_COOKIE_MAGIC_MASK | VPD_COOKIE_KIND_MASK | VPD_RULE_TABLE_MASK)
 /* The bridge's other ports' flow (uplinks...): NORMAL, below every VF's. */
 struct vpd_flow vpd_others_flow(void);
 /*

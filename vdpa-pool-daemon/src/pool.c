@@ -217,6 +217,7 @@ static void entry_reset(struct vpd_entry *e)
 	g_clear_pointer(&e->owner, g_free);
 	g_clear_pointer(&e->rep_port, g_free);
 	e->rep_ifindex = 0;
+	e->flow_table = 0;
 	vpd_entry_default_attrs(e, &e->attrs);
 }
 

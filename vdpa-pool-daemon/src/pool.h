@@ -68,6 +68,12 @@ struct vpd_entry {
 	 */
 	char *rep_port;
 	int rep_ifindex;              /* its tap's (tap.h) */
+	/*
+	 * The OpenFlow table of its claimant's offloaded rules (rules.h;
+	 * 0: none): with a representor port, what the VF sends goes there
+	 * (policy.h) instead of straight to the representor port.
+	 */
+	uint8_t flow_table;
 };
 
 struct vpd_pools {

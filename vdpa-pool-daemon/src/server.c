@@ -52,6 +52,7 @@ struct client {
 	 * the MACs of this one's VFs (mac-handover = token) */
 	uint8_t handover[VPD_HANDOVER_SIZE];
 	bool has_handover;              /* (no randomness at accept: none) */
+	struct vpd_rules rules;         /* its offloaded rules and their table */
 };
 
 /* At most one log line per interval for what a hostile client can repeat. */
@@ -83,6 +84,10 @@ struct vpd_server {
 	vpd_mac_fn set_mac;
 	vpd_rep_open_fn rep_open;
 	vpd_rep_close_fn rep_close;
+	vpd_rules_fn rules;
+	vpd_rule_stats_fn rule_stats;
+	void *rules_opaque;
+	struct vpd_tables tables;       /* the clients' tables of rules */
 	GThreadPool *mac_pool;          /* one thread: the MAC changes in order */
 	unsigned mac_jobs;              /* pushed, not yet done in the loop */
 	GPtrArray *status_flows;        /* during one STATUS: each entry's flows, by handle */
@@ -130,6 +135,7 @@ static void client_free(gpointer data)
 	close(c->fd);
 	g_byte_array_unref(c->in);
 	g_queue_clear_full(&c->out, out_msg_free);
+	vpd_rules_clear(&c->rules);
 	g_free(c);
 }
 
@@ -246,6 +252,67 @@ static void set_vdpa_mac(struct vpd_server *s, struct vpd_entry *e, const uint8_
 	g_thread_pool_push(s->mac_pool, job, NULL);
 }
 
+/* A change of rules that nobody waits for: a failure is logged. */
+static void rules_unwaited_done(const GError *error, void *opaque)
+{
+	if (error)
+		g_warning("OVS: removing rules of table %u failed: %s", GPOINTER_TO_UINT(opaque),
+			  error->message);
+}
+
+static void rules_change(struct vpd_server *s, const struct vpd_rule_change *ch,
+			 vpd_applied_fn done, void *opaque)
+{
+	if (s->rules)
+		s->rules(ch, s->rules_opaque, done, opaque);
+	else
+		done(NULL, opaque);
+}
+
+static struct client *client_of(struct vpd_server *s, uint64_t id);
+
+/*
+ * The rules of e's claimant that name e (as HANDLE or OUT) go: e is
+ * released or its representor port closes.
+ */
+static void rules_drop_vf(struct vpd_server *s, struct vpd_entry *e)
+{
+	struct client *c = e->claimed ? client_of(s, e->client) : NULL;
+	g_autoptr(GPtrArray) gone = NULL;
+	struct vpd_rule_change *ch;
+
+	if (!c || !c->rules.table)
+		return;
+	gone = vpd_rules_take_vf(&c->rules, e->handle);
+	if (!gone->len)
+		return;
+	ch = vpd_rule_change_new(c->rules.table);
+	for (unsigned i = 0; i < gone->len; i++)
+		g_array_append_val(ch->del, ((struct vpd_rule *)gone->pdata[i])->id);
+	g_message("VF %u of pool '%s': its %u rule(s) in table %u removed", e->vf,
+		  e->pool->name, gone->len, c->rules.table);
+	rules_change(s, ch, rules_unwaited_done, GUINT_TO_POINTER(ch->table));
+	vpd_rule_change_free(ch);
+}
+
+/* c's table and all its rules go (it closed). */
+static void rules_drop_client(struct vpd_server *s, struct client *c)
+{
+	struct vpd_rule_change *ch;
+
+	if (!c->rules.table)
+		return;
+	ch = vpd_rule_change_new(c->rules.table);
+	ch->del_table = true;
+	rules_change(s, ch, rules_unwaited_done, GUINT_TO_POINTER(ch->table));
+	vpd_rule_change_free(ch);
+	g_message("client pid %d: table %u and its %u rule(s) removed", c->cred.pid,
+		  c->rules.table, g_hash_table_size(c->rules.by_id));
+	vpd_tables_free(&s->tables, c->rules.table);
+	g_hash_table_remove_all(c->rules.by_id);
+	c->rules.table = 0;
+}
+
 /* e's representor port's tap goes, and the port (once applied). */
 static void rep_remove(struct vpd_server *s, struct vpd_entry *e)
 {
@@ -253,6 +320,7 @@ static void rep_remove(struct vpd_server *s, struct vpd_entry *e)
 
 	if (!e->rep_port)
 		return;
+	rules_drop_vf(s, e);
 	if (s->rep_close && !s->rep_close(e->rep_port, e->rep_ifindex, &err))
 		g_warning("VF %u of pool '%s': %s", e->vf, e->pool->name, err->message);
 	g_message("VF %u of pool '%s': representor port %s removed", e->vf, e->pool->name,
@@ -459,6 +527,17 @@ static void put_vf(struct vpd_server *s, struct vpd_builder *b, const struct vpd
 	}
 	if (status && s->flows_failed)
 		vpd_put_str(b, VPD_A_FLOW, s->flows_failed);
+	if (status && e->claimed && e->flow_table) {
+		const struct client *c = client_of(s, e->client);
+
+		if (c) {
+			g_autofree char *line = g_strdup_printf(
+				"table=%u: %u rule(s) of its client (pid %d)", e->flow_table,
+				g_hash_table_size(c->rules.by_id), c->cred.pid);
+
+			vpd_put_str(b, VPD_A_FLOW, line);
+		}
+	}
 	vpd_nest_end(b);
 }
 
@@ -649,6 +728,8 @@ retry:
 	/* (only a client that asks gets it: one that does not may not know it) */
 	op->handover = vpd_msg_get(m, VPD_A_HANDOVER) != NULL;
 	op->left = op->got->len + 1;    /* + 1: until all are asked */
+	for (i = 0; i < op->got->len; i++)  /* (through its table, once it has one) */
+		((struct vpd_entry *)op->got->pdata[i])->flow_table = c->rules.table;
 	c->pending = true;
 	for (i = 0; i < op->got->len; i++)
 		apply(s, op->got->pdata[i], claim_applied, op);
@@ -1015,6 +1096,243 @@ static bool do_rep_close(struct client *c, const struct vpd_msg *m)
 	return rep_apply(c, op);
 }
 
+/* ---- a guest's rules (rules.h) ------------------------------------------- */
+
+/* A FLOW_ADD, FLOW_DEL or FLOW_STATS waiting for the datapath. */
+struct rule_op {
+	struct vpd_server *s;
+	uint64_t client;
+	uint32_t seq;
+	uint32_t id;
+	uint8_t table;
+	bool add;                       /* a FLOW_ADD: undone if OVS refuses it */
+	bool in_request, answered, ok;
+};
+
+/* The errno of a datapath's failure: a stuck OVS is EAGAIN (try later). */
+static int datapath_errno(const GError *error)
+{
+	return g_error_matches(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT) ? EAGAIN : EIO;
+}
+
+/* op's answer (REPLY, with the counters for a FLOW_STATS) or ERROR. */
+static void rule_answer(struct rule_op *op, const GError *error, bool counters,
+			uint64_t packets, uint64_t bytes)
+{
+	struct client *c = client_of(op->s, op->client);
+	g_autoptr(GBytes) reply = NULL;
+	struct vpd_builder b;
+	bool ok = true;
+
+	if (c && error && op->add && c->rules.table == op->table) {
+		/* not made: not kept either (unless a release took it meanwhile) */
+		g_hash_table_remove(c->rules.by_id, &op->id);
+	}
+	if (c && error) {
+		g_warning("client pid %d: rule %u: %s", c->cred.pid, op->id, error->message);
+		ok = send_error(c, op->seq, datapath_errno(error), error->message);
+	} else if (c) {
+		vpd_builder_init(&b, VPD_MSG_REPLY, op->seq);
+		if (counters) {
+			vpd_put_u64(&b, VPD_A_PACKETS, packets);
+			vpd_put_u64(&b, VPD_A_BYTES, bytes);
+		}
+		reply = vpd_builder_finish(&b);
+		ok = send_all(c, reply, NULL, 0);
+	}
+	if (op->in_request) {
+		op->answered = true;
+		op->ok = ok;
+		if (c)
+			c->pending = false;
+		return;
+	}
+	g_free(op);
+	if (c)
+		client_answered(c, ok, false);
+}
+
+static void rule_applied(const GError *error, void *opaque)
+{
+	rule_answer(opaque, error, false, 0, 0);
+}
+
+static void rule_counted(const GError *error, uint64_t packets, uint64_t bytes, void *opaque)
+{
+	rule_answer(opaque, error, true, packets, bytes);
+}
+
+static struct rule_op *rule_op_new(struct client *c, const struct vpd_msg *m, uint32_t id)
+{
+	struct rule_op *op = g_new0(struct rule_op, 1);
+
+	op->s = c->s;
+	op->client = c->id;
+	op->seq = m->seq;
+	op->id = id;
+	op->table = c->rules.table;
+	op->in_request = true;
+	c->pending = true;
+	return op;
+}
+
+/* After the datapath was asked: answered already, or later. */
+static bool rule_op_asked(struct rule_op *op)
+{
+	if (op->answered) {
+		bool ok = op->ok;
+
+		g_free(op);
+		return ok;
+	}
+	op->in_request = false;
+	return true;
+}
+
+/* A refused rule request: logged (at most once in 10 s) and answered. */
+static bool rule_refuse(struct client *c, const struct vpd_msg *m, int errnum, const char *why)
+{
+	unsigned suppressed;
+
+	if (ratelimit_ok(&c->s->refused_log, &suppressed))
+		g_message("rule request of pid %d refused: %s (%u more refusals not logged)",
+			  c->cred.pid, why, suppressed);
+	return send_error(c, m->seq, errnum, why);
+}
+
+/*
+ * The client's table, made at its first rule: its VFs with representor
+ * ports go through it from now on (their flows changed in order before
+ * the rule's).  0: none free.
+ */
+static uint8_t client_table(struct client *c)
+{
+	struct vpd_server *s = c->s;
+
+	if (c->rules.table)
+		return c->rules.table;
+	c->rules.table = vpd_tables_alloc(&s->tables);
+	if (!c->rules.table)
+		return 0;
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		struct vpd_entry *e = s->pools->entries->pdata[i];
+
+		if (!e->claimed || e->client != c->id)
+			continue;
+		e->flow_table = c->rules.table;
+		if (e->rep_port)
+			apply_unwaited(s, e, "its flows through its client's table");
+	}
+	g_message("client pid %d: its rules in OpenFlow table %u", c->cred.pid, c->rules.table);
+	return c->rules.table;
+}
+
+static bool do_flow_add(struct client *c, const struct vpd_msg *m)
+{
+	struct vpd_server *s = c->s;
+	g_autofree char *why = NULL;
+	struct vpd_rule r;
+	struct vpd_rule_change *ch;
+	struct rule_op *op;
+	int errnum;
+
+	if (!vpd_rule_parse(m, &r, &errnum, &why) ||
+	    !vpd_rule_check(&r, s->pools, c->id, &errnum, &why))
+		return rule_refuse(c, m, errnum, why);
+	if (g_hash_table_contains(c->rules.by_id, &r.id)) {
+		why = g_strdup_printf("rule %u exists", r.id);
+		return rule_refuse(c, m, EEXIST, why);
+	}
+	if (vpd_rules_count_pool(&c->rules, r.pool) >= r.pool->max_flows) {
+		why = g_strdup_printf("pool '%s' allows %u rules per client (max-flows)",
+				      r.pool->name, r.pool->max_flows);
+		return rule_refuse(c, m, ENOSPC, why);
+	}
+	if (!vpd_bucket_take(&c->rules.bucket, r.pool->max_flow_changes,
+			     g_get_monotonic_time())) {
+		why = g_strdup_printf("pool '%s' allows %u rule changes a second per client "
+				      "(max-flow-changes)", r.pool->name, r.pool->max_flow_changes);
+		return rule_refuse(c, m, EAGAIN, why);
+	}
+	if (!client_table(c))
+		return rule_refuse(c, m, ENOSPC, "no free OpenFlow table for this client's rules "
+				   "(each client with rules has one of 253)");
+	r.table = c->rules.table;
+	vpd_rules_add(&c->rules, &r);
+	ch = vpd_rule_change_new(r.table);
+	g_ptr_array_add(ch->add, g_memdup2(&r, sizeof(r)));
+	op = rule_op_new(c, m, r.id);
+	op->add = true;
+	rules_change(s, ch, rule_applied, op);
+	vpd_rule_change_free(ch);
+	return rule_op_asked(op);
+}
+
+/* The client's rule of m's FLOW_ID, or NULL (refused: *ok). */
+static struct vpd_rule *rule_of(struct client *c, const struct vpd_msg *m, const char *what,
+				bool *ok)
+{
+	g_autofree char *why = NULL;
+	struct vpd_rule *r;
+	uint32_t id;
+
+	if (!vpd_attr_u32(vpd_msg_get(m, VPD_A_FLOW_ID), &id)) {
+		why = g_strdup_printf("%s needs a FLOW_ID", what);
+		*ok = rule_refuse(c, m, EINVAL, why);
+		return NULL;
+	}
+	r = g_hash_table_lookup(c->rules.by_id, &id);
+	if (!r) {
+		why = g_strdup_printf("no rule %u", id);
+		*ok = rule_refuse(c, m, ENOENT, why);
+	}
+	return r;
+}
+
+static bool do_flow_del(struct client *c, const struct vpd_msg *m)
+{
+	g_autofree char *why = NULL;
+	struct vpd_rule_change *ch;
+	struct vpd_rule *r;
+	struct rule_op *op;
+	uint32_t id;
+	bool ok;
+
+	if (!(r = rule_of(c, m, "FLOW_DEL", &ok)))
+		return ok;
+	if (!vpd_bucket_take(&c->rules.bucket, r->pool->max_flow_changes,
+			     g_get_monotonic_time())) {
+		why = g_strdup_printf("pool '%s' allows %u rule changes a second per client "
+				      "(max-flow-changes)", r->pool->name, r->pool->max_flow_changes);
+		return rule_refuse(c, m, EAGAIN, why);
+	}
+	id = r->id;
+	ch = vpd_rule_change_new(c->rules.table);
+	g_array_append_val(ch->del, id);
+	g_hash_table_remove(c->rules.by_id, &id);
+	op = rule_op_new(c, m, id);
+	rules_change(c->s, ch, rule_applied, op);
+	vpd_rule_change_free(ch);
+	return rule_op_asked(op);
+}
+
+static bool do_flow_stats(struct client *c, const struct vpd_msg *m)
+{
+	struct vpd_server *s = c->s;
+	struct vpd_rule *r;
+	struct rule_op *op;
+	bool ok;
+
+	if (!(r = rule_of(c, m, "FLOW_STATS", &ok)))
+		return ok;
+	op = rule_op_new(c, m, r->id);
+	if (s->rule_stats)
+		s->rule_stats(c->rules.table, r->id, s->rules_opaque, rule_counted, op);
+	else
+		rule_counted(NULL, 0, 0, op);
+	return rule_op_asked(op);
+}
+
 /* The reply to QUERY (mine) or STATUS (all), each VF's flows as given. */
 static GBytes *query_reply(struct vpd_server *s, uint64_t client, uint32_t seq, bool all,
 			   GPtrArray *flows, const char *unknown)
@@ -1147,6 +1465,12 @@ static bool handle(struct client *c, GBytes *bytes)
 		return do_rep_open(c, m);
 	case VPD_MSG_REP_CLOSE:
 		return do_rep_close(c, m);
+	case VPD_MSG_FLOW_ADD:
+		return do_flow_add(c, m);
+	case VPD_MSG_FLOW_DEL:
+		return do_flow_del(c, m);
+	case VPD_MSG_FLOW_STATS:
+		return do_flow_stats(c, m);
 	default:
 		return send_error(c, m->seq, EOPNOTSUPP, "unknown request type");
 	}
@@ -1157,7 +1481,10 @@ static bool handle(struct client *c, GBytes *bytes)
 static void client_gone(struct client *c)
 {
 	struct vpd_server *s = c->s;
-	unsigned n = release_client(s, c->id, 0);
+	unsigned n;
+
+	rules_drop_client(s, c);
+	n = release_client(s, c->id, 0);
 
 	if (n)
 		g_message("client pid %d went away: %u VF(s) released", c->cred.pid, n);
@@ -1528,6 +1855,7 @@ static gboolean new_client(int fd, GIOCondition cond, gpointer data)
 			continue;
 		}
 		c = g_new0(struct client, 1);
+		vpd_rules_init(&c->rules);
 		c->s = s;
 		c->fd = cfd;
 		c->cred = cred;
@@ -1757,6 +2085,14 @@ void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn)
 	s->set_mac = fn;
 	if (!s->mac_pool)
 		s->mac_pool = g_thread_pool_new(mac_job_run, s, 1, FALSE, NULL);
+}
+
+void vpd_server_set_rules(struct vpd_server *s, vpd_rules_fn rules, vpd_rule_stats_fn stats,
+			  void *opaque)
+{
+	s->rules = rules;
+	s->rule_stats = stats;
+	s->rules_opaque = opaque;
 }
 
 void vpd_server_set_reps(struct vpd_server *s, vpd_rep_open_fn open, vpd_rep_close_fn close)

@@ -5,7 +5,8 @@
  * Runs in a GMainContext: accepts clients on a Unix stream socket, learns
  * who each is from SO_PEERCRED, answers CLAIM (with the vhost-vdpa fds
  * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY, STATUS, REP_OPEN (a
- * representor port's tap fd over SCM_RIGHTS) and REP_CLOSE, and releases
+ * representor port's tap fd over SCM_RIGHTS), REP_CLOSE and a guest's
+ * rules (FLOW_ADD, FLOW_DEL, FLOW_STATS; rules.h), and releases
  * everything a client holds the moment its connection closes.  Every
  * change of the claims is written to the state journal before it is
  * answered.  Claims restored from the state file belong to no connection
@@ -17,6 +18,7 @@
 
 #include "config.h"
 #include "pool.h"
+#include "rules.h"
 #include "state.h"
 
 struct vpd_server;
@@ -46,6 +48,19 @@ typedef void (*vpd_apply_fn)(const struct vpd_entry *e, void *opaque, vpd_applie
 typedef void (*vpd_flows_done_fn)(GPtrArray *per_entry, const GError *error, void *opaque);
 typedef void (*vpd_flows_fn)(GPtrArray *entries, void *opaque, vpd_flows_done_fn done,
 			     void *done_opaque);
+
+/*
+ * A guest's rules (rules.h): the datapath makes change c (copying what it
+ * keeps) and answers with done, in order with the VFs' changes; and reads
+ * the counters of rule id of table.  Unset, rules are only kept (tests):
+ * each change is done at once, each rule counts 0.
+ */
+typedef void (*vpd_rules_fn)(const struct vpd_rule_change *c, void *opaque, vpd_applied_fn done,
+			     void *done_opaque);
+typedef void (*vpd_rule_counted_fn)(const GError *error, uint64_t packets, uint64_t bytes,
+				    void *opaque);
+typedef void (*vpd_rule_stats_fn)(uint8_t table, uint32_t id, void *opaque,
+				  vpd_rule_counted_fn done, void *done_opaque);
 
 /*
  * How a VF's vDPA device (e->vdpa_dev) gets the MAC a client sets, and its
@@ -95,6 +110,8 @@ void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits 
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
 void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn);
+void vpd_server_set_rules(struct vpd_server *s, vpd_rules_fn rules, vpd_rule_stats_fn stats,
+			  void *opaque);
 void vpd_server_set_reps(struct vpd_server *s, vpd_rep_open_fn open, vpd_rep_close_fn close);
 /* Watch the processes of restored claims; call once the loop runs. */
 void vpd_server_watch_orphans(struct vpd_server *s);

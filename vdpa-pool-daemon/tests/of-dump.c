@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	vpd_of_barrier_request(m, 2);
 	dump("barrier_request", m);
 	g_byte_array_set_size(m, 0);
-	vpd_of_flow_stats_request(m, 3, vpd_flow_cookie(0, PF_INDEX, VF),
+	vpd_of_flow_stats_request(m, 3, VPD_OFPTT_ALL, vpd_flow_cookie(0, PF_INDEX, VF),
 				  ~VPD_COOKIE_KIND_MASK);
 	dump("flow_stats_request", m);
 

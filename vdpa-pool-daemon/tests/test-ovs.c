@@ -412,7 +412,7 @@ static void test_small_messages(void)
 	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_ECHO_REPLY);
 	g_assert_cmpmem(b->data + 2, b->len - 2, echo + 2, sizeof(echo) - 2);
 	g_byte_array_set_size(b, 0);
-	vpd_of_flow_stats_request(b, 4, 0x5650000000010003ull, ~VPD_COOKIE_KIND_MASK);
+	vpd_of_flow_stats_request(b, 4, 0, 0x5650000000010003ull, ~VPD_COOKIE_KIND_MASK);
 	g_assert_cmpuint(b->len, ==, 56);
 	g_assert_cmpuint(be16(b->data + 2), ==, 56);
 	g_assert_cmpuint(b->data[1], ==, VPD_OFPT_MULTIPART_REQUEST);
