@@ -46,13 +46,15 @@
 #include "vsriov.h"
 #include "admin.h"
 #include "eswitch.h"
+#include "flow.h"
 #include "trace.h"
 
 #define AVQ_SIZE            64
 /* commands run in one main-loop iteration at most, then it goes on */
 #define AVQ_BATCH           16
 /* the longest data and result of the commands taken */
-#define AVQ_DATA_MAX        64
+/* (a flow classifier with its header) */
+#define AVQ_DATA_MAX        256
 #define AVQ_RESULT_MAX      ((VSRIOV_NET_MEMBER_CFG_CAP / 64 + 1) * 8)
 
 /* The group types taken: the PF itself (0), its SR-IOV group (1). */
@@ -78,6 +80,7 @@ struct VsriovAdmin {
     QEMUBH *bh;                 /* runs the queue, in the main loop */
     VirtQueueElement *cur;      /* the command waiting for the provider */
     uint16_t cur_opcode;
+    uint32_t cur_gen;           /* gen when cur went to a flow provider */
     uint32_t gen;               /* bumped when the queue is reset */
     uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
@@ -118,6 +121,7 @@ static const uint64_t supported[GROUPS] = {
 
 /* The resource object commands: a PF with an eswitch (eswitch.c). */
 #define ESW_CMDS    (1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE | \
+                     1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY | \
                      1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY)
 
 static uint64_t admin_supported(VsriovAdmin *a, uint16_t group)
@@ -442,16 +446,34 @@ static bool admin_obj_done(VsriovESwitch *esw, int ret, void *opaque)
     return true;
 }
 
+/* A flow object's command that waited for the pool's provider ended. */
+static bool admin_flow_done(void *opaque, int ret, const void *result,
+                            size_t len)
+{
+    VsriovAdmin *a = opaque;
+
+    if (!a->cur || a->cur_gen != a->gen) {
+        return false;   /* the queue was reset, or the VM stopped */
+    }
+    admin_complete(a, g_steal_pointer(&a->cur), obj_status(ret), result, len);
+    qemu_bh_schedule(a->bh);
+    return true;
+}
+
 /*
- * RESOURCE_OBJ_CREATE and _DESTROY of the eswitch's objects: @data is the
- * common header, then (CREATE) the flags and the object's own data.  True
- * if it waits for the pool's provider (admin_obj_done()), else its status
- * in @s.
+ * RESOURCE_OBJ_CREATE, _QUERY and _DESTROY of the eswitch's objects
+ * (eswitch.c) and its flow objects (flow.c): @data is the common header,
+ * then (CREATE, QUERY) the flags and (CREATE) the object's own data.
+ * True if it waits for the pool's provider (admin_obj_done(),
+ * admin_flow_done()), else its status in @s and a QUERY's result in
+ * @result (@rlen bytes).
  */
 static bool admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
-                               const uint8_t *data, AdminStatus *s)
+                               const uint8_t *data, AdminStatus *s,
+                               void *result, size_t *rlen)
 {
     VsriovESwitch *esw = a->vpf->esw;
+    VsriovFlowTable *ft = a->vpf->flows;
     uint16_t type = lduw_le_p(data);
     uint32_t id = ldl_le_p(data + 4);
     Error *err = NULL;
@@ -459,16 +481,49 @@ static bool admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
 
     if (lduw_le_p(data + 2) ||
         (type != VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
-         type != VSRIOV_NET_RESOURCE_OBJ_REP) ||
+         type != VSRIOV_NET_RESOURCE_OBJ_REP && !vsriov_flow_is_obj(type)) ||
         (type == VSRIOV_NET_RESOURCE_OBJ_REP && id >= a->rep_limit) ||
         (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH && id >= a->esw_limit)) {
         *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         return false;
     }
-    if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
-        ret = vsriov_eswitch_destroy(esw, type, id);
-    } else if (ldq_le_p(data + 8)) {
+    if (opcode != VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY && ldq_le_p(data + 8)) {
         ret = -EINVAL;  /* no flags are defined */
+    } else if (vsriov_flow_is_obj(type) &&
+               !virtio_has_feature_ex(a->vdev->guest_features_ex,
+                                      VSRIOV_NET_F_ESWITCH)) {
+        ret = -EOPNOTSUPP;
+    } else if (vsriov_flow_is_obj(type)) {
+        a->cur_gen = a->gen;
+        if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
+            ret = vsriov_flow_destroy(ft, type, id, admin_flow_done, a, &err);
+        } else if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY) {
+            ret = vsriov_flow_query(ft, type, id, result, rlen,
+                                    admin_flow_done, a, &err);
+        } else {
+            ret = vsriov_flow_create(ft, type, id, data + 16,
+                                     AVQ_DATA_MAX - 16, admin_flow_done, a,
+                                     &err);
+        }
+        if (ret > 0) {
+            return true;
+        }
+    } else if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY) {
+        ret = -EOPNOTSUPP;  /* (nothing to read of them) */
+    } else if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY) {
+        uint16_t vf = 0;
+
+        /* the rules that name a representor's VF go first, then all */
+        if (type == VSRIOV_NET_RESOURCE_OBJ_REP &&
+            vsriov_eswitch_rep_vf(esw, id, &vf) &&
+            vsriov_flow_names_vf(ft, vf)) {
+            ret = -EBUSY;
+        } else if (type == VSRIOV_NET_RESOURCE_OBJ_ESWITCH &&
+                   vsriov_flow_in_use(ft)) {
+            ret = -EBUSY;
+        } else {
+            ret = vsriov_eswitch_destroy(esw, type, id);
+        }
     } else {
         ret = vsriov_eswitch_create(esw, type, id, data + 16,
                                     AVQ_DATA_MAX - 16, admin_obj_done,
@@ -478,8 +533,10 @@ static bool admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
         }
     }
     if (err) {
-        error_prepend(&err, "virtual SR-IOV PF '%s': representor: ",
-                      DEVICE(a->vpf->pf)->id);
+        error_prepend(&err, "virtual SR-IOV PF '%s': %s %u: ",
+                      DEVICE(a->vpf->pf)->id,
+                      vsriov_flow_is_obj(type) ? "flow object" : "representor",
+                      id);
         vsriov_report_guest_err(err);
     }
     *s = obj_status(ret);
@@ -565,15 +622,21 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         goto out;
     }
     case VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY:
+        QEMU_BUILD_BUG_ON(VSRIOV_NET_FF_RESOURCE_CAP / 64 !=
+                          VSRIOV_NET_MEMBER_CFG_CAP / 64);
         stq_le_p(result + VSRIOV_NET_MEMBER_CFG_CAP / 64 * 8,
                  1ull << (VSRIOV_NET_MEMBER_CFG_CAP % 64) |
-                 (vpf->esw ? 1ull << (VSRIOV_NET_ESWITCH_CAP % 64) : 0));
+                 (vpf->esw ? 1ull << (VSRIOV_NET_ESWITCH_CAP % 64) |
+                             vsriov_flow_cap_ids() : 0));
         rlen = AVQ_RESULT_MAX;
         goto out;
     case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
         if (lduw_le_p(data) == VSRIOV_NET_ESWITCH_CAP && vpf->esw) {
             vsriov_eswitch_cap(vpf->esw, (void *)result);
             rlen = sizeof(struct vsriov_net_eswitch_cap);
+        } else if (vpf->flows &&
+                   vsriov_flow_cap_get(vpf->flows, lduw_le_p(data), result)) {
+            rlen = vsriov_flow_cap_get(vpf->flows, lduw_le_p(data), result);
         } else if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
@@ -586,6 +649,15 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
 
         if (lduw_le_p(data) == VSRIOV_NET_ESWITCH_CAP && vpf->esw) {
             s = admin_eswitch_cap_set(a, (void *)(data + 8));
+            goto out;
+        }
+        if (vpf->flows && lduw_le_p(data) >= VSRIOV_NET_FF_RESOURCE_CAP &&
+            lduw_le_p(data) <= VSRIOV_NET_FF_ACTION_CAP) {
+            if (vsriov_flow_cap_set(vpf->flows, lduw_le_p(data), data + 8,
+                                    AVQ_DATA_MAX - 8)) {
+                s = st(VSRIOV_ADMIN_STATUS_EINVAL,
+                       VSRIOV_ADMIN_Q_INVALID_FIELD);
+            }
             goto out;
         }
 
@@ -602,11 +674,12 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         goto out;
     }
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE:
+    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY:
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY:
         if (member) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
-        } else if (admin_resource_obj(a, opcode, data, &s)) {
-            return true;    /* admin_obj_done() */
+        } else if (admin_resource_obj(a, opcode, data, &s, result, &rlen)) {
+            return true;    /* admin_obj_done(), admin_flow_done() */
         }
         goto out;
     case VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE: {
@@ -792,6 +865,7 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
         a->rep_limit = le32_to_cpu(c.rep_limit);
         if (!vdev->status) {
             /* a reset of the device (not of this queue alone): legacy */
+            vsriov_flow_reset(a->vpf->flows);
             vsriov_eswitch_reset(a->vpf->esw);
         }
     }

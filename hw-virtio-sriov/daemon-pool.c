@@ -807,6 +807,148 @@ static void daemon_rep_close(VsriovPool *pool, const char *netdev,
     }
 }
 
+/* ---- the guest's rules (flow offload, flow.c) ------------------------ */
+
+typedef struct FlowCall {
+    VsriovDaemonPool *dp;
+    uint32_t id;
+    uint16_t type;
+    VsriovPoolFlowDone *done;
+    void *opaque;
+} FlowCall;
+
+static void flow_done(DaemonReq *req)
+{
+    g_autofree FlowCall *call = req->opaque;
+    uint64_t packets = 0, bytes = 0;
+    Error *err = g_steal_pointer(&req->error);
+    int ret = -req->err;
+
+    if (!ret && call->type == VPD_MSG_FLOW_STATS &&
+        (!vpd_attr_u64(vpd_msg_get(req->reply, VPD_A_PACKETS), &packets) ||
+         !vpd_attr_u64(vpd_msg_get(req->reply, VPD_A_BYTES), &bytes))) {
+        error_setg(&err, "the daemon's answer to FLOW_STATS has no counters");
+        ret = -EIO;
+    }
+    if (err) {
+        error_prepend(&err, "vsriov-daemon-pool '%s': %s of rule %u: ",
+                      dp_id(call->dp),
+                      call->type == VPD_MSG_FLOW_ADD ? "FLOW_ADD" :
+                      call->type == VPD_MSG_FLOW_DEL ? "FLOW_DEL" :
+                      "FLOW_STATS", call->id);
+    }
+    call->done(call->opaque, ret, packets, bytes, err);
+}
+
+static FlowCall *flow_call(VsriovDaemonPool *dp, uint16_t type, uint32_t id,
+                           VsriovPoolFlowDone *done, void *opaque)
+{
+    FlowCall *call = g_new0(FlowCall, 1);
+
+    call->dp = dp;
+    call->type = type;
+    call->id = id;
+    call->done = done;
+    call->opaque = opaque;
+    return call;
+}
+
+static void put_masked(struct vpd_builder *m, uint16_t type,
+                       const uint8_t *v, const uint8_t *mask, unsigned len)
+{
+    uint8_t b[32];
+
+    memcpy(b, v, len);
+    memcpy(b + len, mask, len);
+    vpd_put_bytes(m, type, b, 2 * len);
+}
+
+/* FLOW_ADD: the source VF's handle, the matches, the actions. */
+static void daemon_flow_add(VsriovPool *pool, const char *src,
+                            const char *dst, const VsriovFlowSpec *f,
+                            VsriovPoolFlowDone *done, void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    FlowCall *call = flow_call(dp, VPD_MSG_FLOW_ADD, f->id, done, opaque);
+    int i = slot_of(dp, src), o = dst ? slot_of(dp, dst) : -1;
+    bool v6 = f->has & (VSRIOV_FM_IPV6_SRC | VSRIOV_FM_IPV6_DST);
+    struct vpd_builder *m;
+
+    if (i < 0 || (dst && o < 0)) {
+        Error *err = NULL;
+
+        error_setg(&err, "netdev '%s' is not one of this pool's",
+                   i < 0 ? src : dst);
+        vsriov_daemon_fail(dp->client, flow_done, call, EPERM, err);
+        return;
+    }
+    m = msg_new(VPD_MSG_FLOW_ADD);
+    vpd_put_u32(m, VPD_A_FLOW_ID, f->id);
+    vpd_put_u16(m, VPD_A_PRIORITY, f->priority);
+    vpd_put_u32(m, VPD_A_HANDLE, dp->handles[i]);
+    if (f->has & VSRIOV_FM_ETH_DST) {
+        put_masked(m, VPD_A_M_ETH_DST, f->eth_dst, f->eth_dst_mask, 6);
+    }
+    if (f->has & VSRIOV_FM_ETH_SRC) {
+        put_masked(m, VPD_A_M_ETH_SRC, f->eth_src, f->eth_src_mask, 6);
+    }
+    if (f->has & VSRIOV_FM_ETH_TYPE) {
+        vpd_put_u16(m, VPD_A_M_ETH_TYPE, f->eth_type);
+    }
+    if (f->has & VSRIOV_FM_VLAN_VID) {
+        vpd_put_u16(m, VPD_A_M_VLAN_VID, f->vlan_vid);
+    }
+    if (f->has & VSRIOV_FM_IP_PROTO) {
+        vpd_put_u8(m, VPD_A_M_IP_PROTO, f->ip_proto);
+    }
+    if (f->has & (VSRIOV_FM_IPV4_SRC | VSRIOV_FM_IPV6_SRC)) {
+        put_masked(m, v6 ? VPD_A_M_IPV6_SRC : VPD_A_M_IPV4_SRC, f->ip_src,
+                   f->ip_src_mask, v6 ? 16 : 4);
+    }
+    if (f->has & (VSRIOV_FM_IPV4_DST | VSRIOV_FM_IPV6_DST)) {
+        put_masked(m, v6 ? VPD_A_M_IPV6_DST : VPD_A_M_IPV4_DST, f->ip_dst,
+                   f->ip_dst_mask, v6 ? 16 : 4);
+    }
+    if (f->has & VSRIOV_FM_L4_SRC) {
+        put_masked(m, VPD_A_M_L4_SRC, f->l4_src, f->l4_src_mask, 2);
+    }
+    if (f->has & VSRIOV_FM_L4_DST) {
+        put_masked(m, VPD_A_M_L4_DST, f->l4_dst, f->l4_dst_mask, 2);
+    }
+    if (f->vlan_pop) {
+        vpd_put_u8(m, VPD_A_VLAN_POP, 1);
+    }
+    if (f->vlan_push) {
+        vpd_put_u16(m, VPD_A_VLAN_PUSH, f->vlan_push);
+    }
+    if (o >= 0) {
+        vpd_put_u32(m, VPD_A_OUT, dp->handles[o]);
+    }
+    vsriov_daemon_send(dp->client, m, 0, flow_done, call);
+}
+
+static void daemon_flow_del(VsriovPool *pool, uint32_t id,
+                            VsriovPoolFlowDone *done, void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    struct vpd_builder *m = msg_new(VPD_MSG_FLOW_DEL);
+
+    vpd_put_u32(m, VPD_A_FLOW_ID, id);
+    vsriov_daemon_send(dp->client, m, 0, flow_done,
+                       flow_call(dp, VPD_MSG_FLOW_DEL, id, done, opaque));
+}
+
+static void daemon_flow_stats(VsriovPool *pool, uint32_t id,
+                              VsriovPoolFlowDone *done, void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    struct vpd_builder *m = msg_new(VPD_MSG_FLOW_STATS);
+
+    vpd_put_u32(m, VPD_A_FLOW_ID, id);
+    vsriov_daemon_send(dp->client, m, 0, flow_done,
+                       flow_call(dp, VPD_MSG_FLOW_STATS, id, done, opaque));
+}
+
 /* The daemon's MAC for its VF: what a VDUSE device cannot carry itself. */
 static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
                                MACAddr *mac)
@@ -1163,6 +1305,9 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->has_reps = daemon_has_reps;
     pc->rep_open = daemon_rep_open;
     pc->rep_close = daemon_rep_close;
+    pc->flow_add = daemon_flow_add;
+    pc->flow_del = daemon_flow_del;
+    pc->flow_stats = daemon_flow_stats;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",

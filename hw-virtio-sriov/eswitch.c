@@ -485,6 +485,15 @@ VsriovPF *vsriov_eswitch_pf(VsriovESwitch *esw)
     return esw->vpf;
 }
 
+bool vsriov_eswitch_rep_vf(VsriovESwitch *esw, uint32_t id, uint16_t *vf)
+{
+    if (id >= esw->nreps || esw->reps[id].vf < 0) {
+        return false;
+    }
+    *vf = esw->reps[id].vf;
+    return true;
+}
+
 bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
                            const char **netdev, VsriovRepStats *st)
 {

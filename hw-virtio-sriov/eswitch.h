@@ -88,6 +88,8 @@ int vsriov_eswitch_destroy(VsriovESwitch *esw, uint16_t type, uint32_t id);
 bool vsriov_eswitch_switchdev(VsriovESwitch *esw);
 VsriovPF *vsriov_eswitch_pf(VsriovESwitch *esw);
 /* VF @vf's representor: its id, its backend's netdev id, its counters. */
+/* The VF (0-based) of representor object @id, if it exists. */
+bool vsriov_eswitch_rep_vf(VsriovESwitch *esw, uint32_t id, uint16_t *vf);
 bool vsriov_eswitch_vf_rep(VsriovESwitch *esw, uint16_t vf, uint16_t *id,
                            const char **netdev, VsriovRepStats *st);
 

@@ -18,6 +18,7 @@
 #include "qapi/error.h"
 #include "vsriov.h"
 #include "eswitch.h"
+#include "flow.h"
 
 bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
                        Error **errp)
@@ -39,6 +40,7 @@ bool vsriov_pf_realize(VsriovPF *vpf, PCIDevice *pf, uint16_t cap_offset,
             vsriov_pf_core_exit(vpf, pf);
             return false;
         }
+        vpf->flows = vsriov_flow_init(vpf);
     }
     vsriov_pf_migration_init(vpf);
     vsriov_admin_init(vpf);
@@ -51,6 +53,8 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf)
         return;
     }
     vsriov_admin_exit(vpf);
+    vsriov_flow_exit(vpf->flows);
+    vpf->flows = NULL;
     vsriov_eswitch_exit(vpf->esw);
     vpf->esw = NULL;
     vsriov_pf_migration_exit(vpf);

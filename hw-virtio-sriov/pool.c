@@ -204,6 +204,60 @@ void vsriov_pool_rep_close(VsriovPool *pool, const char *id,
     }
 }
 
+static int no_flows(VsriovPool *pool, Error **errp)
+{
+    error_setg(errp, "pool '%s' cannot offload rules (its backends are "
+               "QEMU's netdevs, no switch of a provider's)",
+               object_get_canonical_path_component(OBJECT(pool)));
+    return -EOPNOTSUPP;
+}
+
+int vsriov_pool_flow_add(VsriovPool *pool, NetClientState *src,
+                         NetClientState *dst, const VsriovFlowSpec *spec,
+                         VsriovPoolFlowDone *done, void *opaque,
+                         Error **errp)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    if (!pc->flow_add) {
+        return no_flows(pool, errp);
+    }
+    if (!src || (!spec->drop && !dst)) {
+        error_setg(errp, "vsriov-pool '%s': the VF has no backend",
+                   object_get_canonical_path_component(OBJECT(pool)));
+        return -EPERM;
+    }
+    pc->flow_add(pool, src->name, dst ? dst->name : NULL, spec, done,
+                 opaque);
+    return 1;
+}
+
+int vsriov_pool_flow_del(VsriovPool *pool, uint32_t id,
+                         VsriovPoolFlowDone *done, void *opaque,
+                         Error **errp)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    if (!pc->flow_del) {
+        return no_flows(pool, errp);
+    }
+    pc->flow_del(pool, id, done, opaque);
+    return 1;
+}
+
+int vsriov_pool_flow_stats(VsriovPool *pool, uint32_t id,
+                           VsriovPoolFlowDone *done, void *opaque,
+                           Error **errp)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    if (!pc->flow_stats) {
+        return no_flows(pool, errp);
+    }
+    pc->flow_stats(pool, id, done, opaque);
+    return 1;
+}
+
 /* A list of netdev ids: none empty, none twice. */
 static bool pool_check_ids(strList *list, const char *prop, Error **errp)
 {

@@ -65,8 +65,45 @@ typedef struct VsriovVFConfig {
 
 OBJECT_DECLARE_TYPE(VsriovPool, VsriovPoolClass, VSRIOV_POOL)
 
+/*
+ * A guest's rule in its eswitch (flow.c), as a provider takes it: what a
+ * frame a VF sends must match (each field with VSRIOV_FM_* set in @has;
+ * addresses and ports in network order, with their masks) and what is
+ * done with it.  The source and destination VFs are the provider's
+ * backends, named in the call.
+ */
+#define VSRIOV_FM_ETH_DST   (1u << 0)
+#define VSRIOV_FM_ETH_SRC   (1u << 1)
+#define VSRIOV_FM_ETH_TYPE  (1u << 2)   /* after any VLAN tag */
+#define VSRIOV_FM_VLAN_VID  (1u << 3)
+#define VSRIOV_FM_IP_PROTO  (1u << 4)
+#define VSRIOV_FM_IPV4_SRC  (1u << 5)
+#define VSRIOV_FM_IPV4_DST  (1u << 6)
+#define VSRIOV_FM_IPV6_SRC  (1u << 7)
+#define VSRIOV_FM_IPV6_DST  (1u << 8)
+#define VSRIOV_FM_L4_SRC    (1u << 9)   /* TCP or UDP, by ip_proto */
+#define VSRIOV_FM_L4_DST    (1u << 10)
+typedef struct VsriovFlowSpec {
+    uint32_t id;            /* unique in the QEMU process */
+    uint16_t priority;      /* higher first */
+    uint32_t has;
+    uint8_t eth_dst[6], eth_dst_mask[6], eth_src[6], eth_src_mask[6];
+    uint16_t eth_type, vlan_vid;
+    uint8_t ip_proto;
+    uint8_t ip_src[16], ip_src_mask[16], ip_dst[16], ip_dst_mask[16];
+    uint8_t l4_src[2], l4_src_mask[2], l4_dst[2], l4_dst_mask[2];
+    /* actions: pop, then push (VID, 0: none), then forward or drop */
+    bool vlan_pop;
+    uint16_t vlan_push;
+    bool drop;
+} VsriovFlowSpec;
+
 /* Completion of a provider's asynchronous operation (see configure). */
 typedef void VsriovPoolDone(void *opaque, int ret, Error *err);
+
+/* Completion of a flow call: its counters (flow_stats), or @ret < 0. */
+typedef void VsriovPoolFlowDone(void *opaque, int ret, uint64_t packets,
+                                uint64_t bytes, Error *err);
 
 /* Completion of rep_open: @netdev valid during the call, or @ret < 0. */
 typedef void VsriovPoolRepDone(void *opaque, const char *netdev, int ret,
@@ -174,6 +211,24 @@ struct VsriovPoolClass {
                      VsriovPoolRepDone *done, void *opaque);
     /* The representor backend @rep that rep_open gave for @id goes. */
     void (*rep_close)(VsriovPool *pool, const char *id, const char *rep);
+    /*
+     * Optional (flow offload, flow.c): put @spec in the switch for frames
+     * the VF of netdev @src sends, forwarding to the VF of netdev @dst
+     * (NULL: @spec->drop); take rule @id out; read its counters.  @done
+     * is called exactly once, from the main loop, never within the call:
+     * 0, or -EPERM the provider's policy refuses it (a VF not this
+     * pool's, a VLAN outside its range), -EINVAL a rule it cannot take,
+     * -ENOSPC its limit of rules, -EAGAIN its limit of changes,
+     * -ETIMEDOUT it did not answer in time, -ENOENT (flow_del,
+     * flow_stats) no such rule.  Without them the pool offloads nothing.
+     */
+    void (*flow_add)(VsriovPool *pool, const char *src, const char *dst,
+                     const VsriovFlowSpec *spec, VsriovPoolFlowDone *done,
+                     void *opaque);
+    void (*flow_del)(VsriovPool *pool, uint32_t id, VsriovPoolFlowDone *done,
+                     void *opaque);
+    void (*flow_stats)(VsriovPool *pool, uint32_t id,
+                       VsriovPoolFlowDone *done, void *opaque);
 };
 
 /*
@@ -188,6 +243,20 @@ void vsriov_pool_rep_open(VsriovPool *pool, NetClientState *backend,
                           VsriovPoolRepDone *done, void *opaque);
 void vsriov_pool_rep_close(VsriovPool *pool, const char *id,
                            const char *rep);
+/*
+ * VsriovPoolClass's flow methods: 1 (@done will say), or -EOPNOTSUPP
+ * with @errp set when the pool offloads no rules (a static pool).
+ */
+int vsriov_pool_flow_add(VsriovPool *pool, NetClientState *src,
+                         NetClientState *dst, const VsriovFlowSpec *spec,
+                         VsriovPoolFlowDone *done, void *opaque,
+                         Error **errp);
+int vsriov_pool_flow_del(VsriovPool *pool, uint32_t id,
+                         VsriovPoolFlowDone *done, void *opaque,
+                         Error **errp);
+int vsriov_pool_flow_stats(VsriovPool *pool, uint32_t id,
+                           VsriovPoolFlowDone *done, void *opaque,
+                           Error **errp);
 
 typedef struct VsriovPoolEntry {
     char *netdev;       /* -netdev id */
@@ -208,6 +277,7 @@ typedef struct VsriovVFConfigOp VsriovVFConfigOp; /* vf-config.c */
 typedef struct VsriovClaim VsriovClaim;         /* vpf.c */
 typedef struct VsriovAdmin VsriovAdmin;         /* admin.c */
 typedef struct VsriovESwitch VsriovESwitch;     /* eswitch.c */
+typedef struct VsriovFlowTable VsriovFlowTable; /* flow.c */
 typedef struct VsriovPF VsriovPF;
 /* A staging's end (vsriov_pf_stage_vfs()): @err is the callee's. */
 typedef void VsriovStageDone(VsriovPF *vpf, int ret, Error *err,
@@ -280,6 +350,7 @@ struct VsriovPF {
     VsriovPFConfig cfg;         /* (vf-config.c) */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
     VsriovESwitch *esw;     /* switchdev mode (eswitch.c), with eswitch */
+    VsriovFlowTable *flows; /* the eswitch's rules (flow.c), with esw */
     VsriovPFMigration mig;      /* (migration.c) */
     QTAILQ_ENTRY(VsriovPF) next;
 };

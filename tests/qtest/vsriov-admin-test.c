@@ -29,6 +29,7 @@
 #include "vsriov-pcie.h"
 #include "admin.h"
 #include "eswitch.h"
+#include "flow.h"
 
 #define PF_BUS          1               /* the PF: 01:00.0 */
 #define PF_DEVFN        0
@@ -308,7 +309,7 @@ static void run_raw(Admin *a, const void *out, size_t out_len, size_t in_len,
 static uint16_t run(Admin *a, uint16_t opcode, uint16_t group,
                     uint64_t member, const void *data, size_t len, Res *r)
 {
-    uint8_t out[24 + 128] = {};
+    uint8_t out[24 + 256] = {};
 
     g_assert_cmpuint(len, <=, sizeof(out) - 24);
     stw_le_p(out, opcode);
@@ -1440,9 +1441,283 @@ static void test_eswitch_datapath(void)
     qtest_quit(a.qts);
 }
 
+/* Flow offload: the flow filter objects in the eswitch domain (flow.c) */
+
+/* CREATE (or QUERY, with @len 0) of object @type @id with @len bytes. */
+static uint16_t fobj(Admin *a, uint16_t opcode, uint16_t type, uint32_t id,
+                     const void *data, size_t len, Res *r)
+{
+    uint8_t d[16 + 240] = {};
+
+    g_assert_cmpuint(len, <=, 240);
+    stw_le_p(d, type);
+    stl_le_p(d + 4, id);
+    memcpy(d + 16, data, len);
+    return run(a, opcode, SELF, 0, d,
+               opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY ? 8 : 16 + len,
+               r);
+}
+
+static uint16_t group_create(Admin *a, uint32_t id, uint16_t prio,
+                             uint8_t domain, Res *r)
+{
+    struct vsriov_net_resource_obj_ff_group g = {
+        .group_priority = cpu_to_le16(prio),
+        .domain = domain,
+    };
+
+    return fobj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                VSRIOV_NET_RESOURCE_OBJ_FF_GROUP, id, &g, sizeof(g), r);
+}
+
+/* Append selector @type (@len bytes of mask @mask) to @b at *@off. */
+static void put_sel(uint8_t *b, size_t *off, uint8_t type, uint8_t flags,
+                    const uint8_t *mask, uint8_t len)
+{
+    memset(b + *off, 0, 8);
+    b[*off] = type;
+    b[*off + 1] = flags;
+    b[*off + 4] = len;
+    memcpy(b + *off + 8, mask, len);
+    *off += 8 + len;
+    b[0]++;
+}
+
 /*
- * A hostile driver of a switchdev PF: random eswitch and representor
- * objects, frames on a representor, VF Enable flips and resets of the PF,
+ * A classifier: the source port, Ethernet type, IPv4 protocol and
+ * destination, TCP destination port (keys of 4 + 14 + 20 + 20 bytes).
+ */
+static size_t tcp_classifier(uint8_t *b)
+{
+    uint8_t port[4] = { 0xff, 0xff, 0xff, 0xff }, eth[14] = {};
+    uint8_t ip[20] = {}, tcp[20] = {};
+    size_t off = 8;
+
+    memset(b, 0, 8);
+    eth[12] = eth[13] = 0xff;
+    ip[9] = 0xff;
+    memset(ip + 16, 0xff, 4);
+    tcp[2] = tcp[3] = 0xff;
+    put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_PORT, 0, port, 4);
+    put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_ETH, 0, eth, 14);
+    put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_IPV4, 0, ip, 20);
+    put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_TCP, 0, tcp, 20);
+    return off;
+}
+
+/* A rule of tcp_classifier(): VF @src's TCP to 10.0.0.2:@dport. */
+static size_t tcp_rule(uint8_t *b, uint32_t group, uint32_t cls,
+                       uint32_t src, uint16_t dport, uint8_t action,
+                       uint16_t port)
+{
+    struct vsriov_net_resource_obj_ff_rule h = {
+        .group_id = cpu_to_le32(group),
+        .classifier_id = cpu_to_le32(cls),
+        .key_length = 58,
+        .action = action,
+        .port = cpu_to_le16(port),
+    };
+    uint8_t *k = b + sizeof(h);
+
+    memcpy(b, &h, sizeof(h));
+    memset(k, 0, 58);
+    stl_le_p(k, src);
+    stw_be_p(k + 4 + 12, 0x0800);
+    k[4 + 14 + 9] = 6;
+    k[4 + 14 + 16] = 10;
+    k[4 + 14 + 19] = 2;
+    stw_be_p(k + 4 + 14 + 20 + 2, dport);
+    return sizeof(h) + 58;
+}
+
+static void test_flow_objects(void)
+{
+    struct vsriov_net_ff_cap_data cap;
+    uint8_t id[8] = {}, b[240];
+    size_t len;
+    Ring rx, tx;
+    Ring *rings[] = { &rx, &tx };
+    Admin a;
+    Res r;
+    int sock;
+
+    start_eswitch(&a, &sock, F2_ESWITCH, &rx, &tx);
+    g_assert_cmphex(use_all(&a, SELF) & 1ull << 0xc, ==, 1ull << 0xc);
+    use_all(&a, SRIOV);
+    /* the capabilities: limits, selectors, actions */
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
+                         NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmphex(r.result[VSRIOV_NET_FF_RESOURCE_CAP / 8] & 7, ==, 7);
+    stw_le_p(id, VSRIOV_NET_FF_RESOURCE_CAP);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DEVICE_CAP_GET, SELF, 0, id, 8,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + sizeof(cap));
+    memcpy(&cap, r.result, sizeof(cap));
+    g_assert_cmpuint(le32_to_cpu(cap.groups_limit), ==, 64);
+    g_assert_cmpuint(le32_to_cpu(cap.rules_limit), ==, 1024);
+    g_assert_cmpuint(cap.last_rule_priority, ==, 0);
+    g_assert_cmpuint(cap.selectors_per_classifier_limit, ==, 6);
+    stw_le_p(id, VSRIOV_NET_FF_SELECTOR_CAP);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DEVICE_CAP_GET, SELF, 0, id, 8,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.result[0], ==, 7);
+    g_assert_cmpuint(r.result[8], ==, VSRIOV_NET_FF_MASK_TYPE_ETH);
+    g_assert_cmpuint(r.result[8 + 4], ==, 14);
+    stw_le_p(id, VSRIOV_NET_FF_ACTION_CAP);
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DEVICE_CAP_GET, SELF, 0, id, 8,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.result[0], ==, 2);
+    g_assert_cmpuint(r.result[8], ==, VSRIOV_NET_FF_ACTION_DROP);
+    g_assert_cmpuint(r.result[9], ==, VSRIOV_NET_FF_ACTION_FORWARD_TO_PORT);
+    /* the driver may take fewer groups, not more */
+    memset(b, 0, 8 + sizeof(cap));
+    stw_le_p(b, VSRIOV_NET_FF_RESOURCE_CAP);
+    cap.groups_limit = cpu_to_le32(65);
+    memcpy(b + 8, &cap, sizeof(cap));
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0, b,
+                         8 + sizeof(cap), &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    cap.groups_limit = cpu_to_le32(4);
+    memcpy(b + 8, &cap, sizeof(cap));
+    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0, b,
+                         8 + sizeof(cap), &r), ==, VIRTIO_ADMIN_STATUS_OK);
+
+    /* legacy mode: no flow objects */
+    g_assert_cmpuint(group_create(&a, 0, 100, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    set_vfs(&a, 2);
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(rep_create(&a, 1, 2, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+
+    /* groups: the eswitch's domain, distinct priorities, the limit */
+    g_assert_cmpuint(group_create(&a, 0, 100, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);     /* receive domain */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(group_create(&a, 0, 100, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(group_create(&a, 1, 100, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(group_create(&a, 4, 7, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_GROUP, 0, NULL, 0, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + 8);
+    g_assert_cmpuint(lduw_le_p(r.result), ==, 100);
+
+    /* classifiers: the source port first, masks within the capability */
+    len = tcp_classifier(b);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 0, b, len,
+                          &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 0, NULL, 0,
+                          &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + len);
+    g_assert_cmpmem(r.result, len, b, len);
+    b[8 + 12 + 22 + 8 + 8] = 0xff;  /* the IPv4 TTL: not offered */
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 1, b, len,
+                          &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    len = tcp_classifier(b);
+    b[8] = VSRIOV_NET_FF_MASK_TYPE_ETH;     /* no source port first */
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 1, b, len,
+                          &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+
+    /* rules: checked first, then a static pool offloads none */
+    len = tcp_rule(b, 0, 0, 1, 8080, VSRIOV_NET_FF_ACTION_FORWARD_TO_PORT, 2);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b, len, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    b[16 + 4 + 14 + 8] = 64;        /* a key bit outside the mask */
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b, len, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    len = tcp_rule(b, 0, 0, 1, 22, VSRIOV_NET_FF_ACTION_FORWARD_TO_PORT, 4);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b, len, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);   /* no VF 4 */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    len = tcp_rule(b, 0, 0, 1, 22, VSRIOV_NET_FF_ACTION_FORWARD_TO_PORT, 3);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b, len, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);   /* VF 3: not enabled */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    len = tcp_rule(b, 0, 0, 0, 22, VSRIOV_NET_FF_ACTION_DROP, 0);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b, len, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);   /* the uplink's */
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, NULL, 0, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);   /* none */
+
+    /* in use: the classifier, the group, the eswitch */
+    g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 0, &r), ==,
+                     VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 1, &r), ==,
+                     VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 0, NULL, 0,
+                          &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_GROUP, 0, NULL, 0, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+
+    /* a reset of the PF: everything goes */
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(group_create(&a, 3, 9, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    map_pf(&a);
+    driver_start_rings(&a, 1ull << VIRTIO_F_VERSION_1 |
+                       1ull << VIRTIO_F_ADMIN_VQ |
+                       1ull << VIRTIO_NET_F_CTRL_VQ, F2_ESWITCH, rings, 2);
+    use_all(&a, SELF);
+    use_all(&a, SRIOV);
+    set_vfs(&a, 2);
+    g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY,
+                          VSRIOV_NET_RESOURCE_OBJ_FF_GROUP, 3, NULL, 0, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_ESWITCH, 0, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    close(sock);
+    qtest_quit(a.qts);
+}
+
+/* A driver that did not negotiate VIRTIO_NET_F_ESWITCH has no flows. */
+static void test_flow_not_negotiated(void)
+{
+    Ring rx, tx;
+    Admin a;
+    Res r;
+    int sock;
+
+    start_eswitch(&a, &sock, 0, &rx, &tx);
+    use_all(&a, SELF);
+    g_assert_cmpuint(group_create(&a, 0, 1, VSRIOV_NET_FF_DOMAIN_ESWITCH,
+                                  &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    close(sock);
+    qtest_quit(a.qts);
+}
+
+/*
+ * A hostile driver of a switchdev PF: random eswitch, representor and
+ * flow objects, frames on a representor, VF Enable flips and resets of the PF,
  * mixed.  QEMU stays up, and at the end a reset PF gives a representor
  * that carries frames: nothing was left bound.
  */
@@ -1493,13 +1768,15 @@ static void test_random_eswitch(void)
         for (int j = 0; j < sizeof(out); j++) {
             out[j] = g_rand_int(rnd);
         }
-        stw_le_p(out, g_rand_boolean(rnd) ?
+        stw_le_p(out, g_rand_int_range(rnd, 0, 5) < 2 ?
                  VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE :
-                 VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY);
+                 g_rand_boolean(rnd) ? VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY :
+                 VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY);
         stw_le_p(out + 2, g_rand_int_range(rnd, 0, 10) ? SELF : SRIOV);
         stq_le_p(out + 16, g_rand_int_range(rnd, 0, 10) ? 0 : 1);
         /* mostly the objects' own types and fields, to get past checks */
-        stw_le_p(out + 24, g_rand_int_range(rnd, 0x204, 0x208));
+        /* (the flow objects' too: 0x200-0x202) */
+        stw_le_p(out + 24, g_rand_int_range(rnd, 0x200, 0x208));
         stw_le_p(out + 26, g_rand_int_range(rnd, 0, 10) ? 0 : 1);
         stl_le_p(out + 28, g_rand_int_range(rnd, 0, 5));
         stq_le_p(out + 32, g_rand_int_range(rnd, 0, 10) ? 0 : 2);
@@ -1559,6 +1836,9 @@ int main(int argc, char **argv)
     qtest_add_func("/vsriov/admin/eswitch-off", test_eswitch_off);
     qtest_add_func("/vsriov/admin/eswitch-datapath", test_eswitch_datapath);
     qtest_add_func("/vsriov/admin/random-eswitch", test_random_eswitch);
+    qtest_add_func("/vsriov/admin/flow-objects", test_flow_objects);
+    qtest_add_func("/vsriov/admin/flow-not-negotiated",
+                   test_flow_not_negotiated);
     qtest_add_func("/vsriov/admin/answer-delay", test_answer_delay);
     qtest_add_func("/vsriov/admin/random-commands", test_random_commands);
     qtest_add_func("/vsriov/admin/random-commands-premapped",

@@ -22,6 +22,7 @@ LAYERS = [
     ("hooks (virtio-net-pci's entry points)", ["hooks.c"]),
     ("channels", ["admin.c", "qmp.c"]),
     ("migration", ["migration.c"]),
+    ("flow offload", ["flow.c"]),
     ("switchdev mode", ["eswitch.c"]),
     ("PF core", ["vpf.c"]),
     ("VF configuration core", ["vf-config.c"]),
