@@ -26,7 +26,14 @@ def cookie(kind, pf, vf):
     return 0x5650 << 48 | kind << 40 | pf << 16 | vf
 
 
-DENY, ALLOW, OTHERS, REP_DENY, TO_REP, FROM_REP = 1, 2, 3, 4, 5, 6
+def rule_cookie(table, flow_id):
+    """A guest's rule: "VP" | 8 | its client's table | FLOW_ID."""
+    return 0x5650 << 48 | RULE << 40 | table << 32 | flow_id
+
+
+DENY, ALLOW, OTHERS, REP_DENY, TO_REP, FROM_REP, MISS, RULE = 1, 2, 3, 4, 5, 6, 7, 8
+TABLE = 5           # the client's table of rules in of-dump
+VF4_PORT = 1005     # VF 4 of the second [pf]
 MAGIC, MAGIC_MASK = 0x5650 << 48, 0xffff << 48
 ALL_BUT_KIND = ((1 << 64) - 1) & ~(0xff << 40)
 VF_PORT = 1004      # VF 3 of the second [pf]: 1 * 1000 + 3 + 1
@@ -44,9 +51,10 @@ def add(xid, match, kind, actions):
                     f"actions={actions}")
 
 
-def delete(xid, c, mask):
-    """A non-strict DELETE by cookie in table 0: any match, any priority."""
-    return flow_mod(xid, f"DEL priority=0 cookie:{c:#x}/{mask:#x} actions=drop")
+def delete(xid, c, mask, table=255):
+    """A non-strict DELETE by cookie in table (255: every table, as the
+    daemon deletes its own flows): any match, any priority."""
+    return flow_mod(xid, f"DEL table:{table} priority=0 cookie:{c:#x}/{mask:#x} actions=drop")
 
 
 def bundle_ctrl(xid, kind):
@@ -68,8 +76,9 @@ EXPECTED = {
                   "00000000  de ad be ef                                     |....            |",
     "barrier_request": "OFPT_BARRIER_REQUEST (OF1.4) (xid=0x2):",
     # ofp-print shows neither cookie nor mask of a flow stats request:
-    # test_flow_stats_request_as_ovs_encodes_it checks those.
-    "flow_stats_request": "OFPST_FLOW request (OF1.4) (xid=0x3): table=0",
+    # test_flow_stats_request_as_ovs_encodes_it checks those.  Every table:
+    # a VF's miss flow is in its client's table of rules.
+    "flow_stats_request": "OFPST_FLOW request (OF1.4) (xid=0x3):",
     "delete_all": delete(4, MAGIC, MAGIC_MASK),
     "add_others": flow_mod(5, f"ADD priority=0 cookie:{cookie(OTHERS, 0, 0):#x} reset_counts "
                            "actions=NORMAL"),
@@ -86,6 +95,29 @@ EXPECTED = {
     "add_to_rep": add(16, f"priority=100,in_port={VF_PORT}", TO_REP, f"output:{REP_PORT}"),
     "add_from_rep": add(17, f"priority=100,in_port={REP_PORT}", FROM_REP,
                         f"output:{VF_PORT}"),
+    # Its client has rules (table 5): the VF goes through that table, whose
+    # miss flow sends to the representor port as before.
+    "add_to_table": add(18, f"priority=100,in_port={VF_PORT}", TO_REP, f"goto_table:{TABLE}"),
+    "add_miss": add(19, f"table:{TABLE} priority=0,in_port={VF_PORT}", MISS,
+                    f"output:{REP_PORT}"),
+    "delete_miss": delete(20, cookie(MISS, 1, 3), (1 << 64) - 1),
+    # A guest's rules: in_port the daemon's, priority PRIORITY + 1, every
+    # match field of the contract, pop, push + set_field (4296 = 0x1000 |
+    # 200: OFPVID_PRESENT), output.
+    "add_rule_tcp": flow_mod(
+        21, f"ADD table:{TABLE} priority=65521,tcp,in_port={VF_PORT},dl_vlan=100,"
+        "dl_src=02:00:00:00:00:00/ff:ff:ff:00:00:00,dl_dst=02:00:00:00:00:20,"
+        "nw_src=10.0.0.0/8,nw_dst=10.1.2.3,tp_src=0x400/0xfc00,tp_dst=80 "
+        f"cookie:{rule_cookie(TABLE, 42):#x} reset_counts "
+        f"actions=pop_vlan,push_vlan:0x8100,set_field:4296->vlan_vid,output:{VF4_PORT}"),
+    "add_rule_udp6_drop": flow_mod(
+        22, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},ipv6_src=fd00::1,"
+        f"ipv6_dst=fd00::/64,tp_dst=53 cookie:{rule_cookie(TABLE, 43):#x} reset_counts "
+        "actions=drop"),
+    "delete_rule": delete(23, rule_cookie(TABLE, 42), (1 << 64) - 1, TABLE),
+    # a client's whole table: "VP" | 8 | 5, any FLOW_ID
+    "delete_table": delete(24, rule_cookie(TABLE, 0), 0xffffffff00000000, TABLE),
+    "rule_stats_request": f"OFPST_FLOW request (OF1.4) (xid=0x19): table={TABLE}",
 }
 
 
@@ -184,10 +216,17 @@ def without_xid(m):
 
 def test_flow_stats_request_as_ovs_encodes_it(messages, tmp_path):
     """`vdpa-poolctl status` asks for one VF's flows: every kind of cookie
-    of PF index 1, VF 3, in table 0."""
+    of PF index 1, VF 3, in every table."""
     ovs = ovs_encoding(tmp_path, "dump-flows",
-                       f"table=0,cookie={cookie(0, 1, 3):#x}/{ALL_BUT_KIND:#x}")
+                       f"cookie={cookie(0, 1, 3):#x}/{ALL_BUT_KIND:#x}")
     ours = bytes.fromhex(messages["flow_stats_request"])
+    assert without_xid(ours) == without_xid(ovs), (ours.hex(), ovs.hex())
+
+
+def test_rule_stats_request_as_ovs_encodes_it(messages, tmp_path):
+    """FLOW_STATS asks for one rule's counters: its exact cookie in its table."""
+    ovs = ovs_encoding(tmp_path, "dump-flows", f"table={TABLE},cookie={rule_cookie(TABLE, 42):#x}/-1")
+    ours = bytes.fromhex(messages["rule_stats_request"])
     assert without_xid(ours) == without_xid(ovs), (ours.hex(), ovs.hex())
 
 
@@ -200,6 +239,10 @@ def test_flow_stats_request_as_ovs_encodes_it(messages, tmp_path):
                   "reset_counts,actions=NORMAL"),
     ("add_others", f"cookie={cookie(OTHERS, 0, 0):#x},priority=0,reset_counts,"
                    "actions=NORMAL"),
+    ("add_to_table", f"cookie={cookie(TO_REP, 1, 3):#x},priority=100,in_port={VF_PORT},"
+                     f"reset_counts,actions=goto_table:{TABLE}"),
+    # (a guest's rules are checked by decoding only: OVS orders the OXM
+    # fields of a match its own way, which OpenFlow leaves free)
 ])
 def test_flow_mod_add_as_ovs_encodes_it(messages, tmp_path, name, flow):
     """OVS encodes the same ADD the same, but for one field that does not
@@ -215,8 +258,10 @@ def test_flow_mod_add_as_ovs_encodes_it(messages, tmp_path, name, flow):
 
 
 @pytest.mark.parametrize("name,match", [
-    ("delete_all", f"table=0,cookie={MAGIC:#x}/{MAGIC_MASK:#x}"),
-    ("delete_allow", f"table=0,cookie={cookie(ALLOW, 1, 3):#x}/-1"),
+    ("delete_all", f"cookie={MAGIC:#x}/{MAGIC_MASK:#x}"),
+    ("delete_allow", f"cookie={cookie(ALLOW, 1, 3):#x}/-1"),
+    ("delete_rule", f"table={TABLE},cookie={rule_cookie(TABLE, 42):#x}/-1"),
+    ("delete_table", f"table={TABLE},cookie={rule_cookie(TABLE, 0):#x}/0xffffffff00000000"),
 ])
 def test_flow_mod_delete_as_ovs_encodes_it(messages, tmp_path, name, match):
     """The same, but for priority, which a non-strict DELETE ignores: the

@@ -18,8 +18,10 @@ char *vpd_flow_to_string(const struct vpd_flow *f)
 {
 	GString *s = g_string_new(NULL);
 
-	g_string_append_printf(s, "cookie=0x%" G_GINT64_MODIFIER "x, priority=%u", f->cookie,
-			       f->priority);
+	g_string_append_printf(s, "cookie=0x%" G_GINT64_MODIFIER "x, ", f->cookie);
+	if (f->table)
+		g_string_append_printf(s, "table=%u, ", f->table);
+	g_string_append_printf(s, "priority=%u", f->priority);
 	if (f->in_port)
 		g_string_append_printf(s, ",in_port=%u", f->in_port);
 	if (f->match_src)

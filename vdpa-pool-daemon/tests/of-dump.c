@@ -38,8 +38,9 @@ int main(int argc, char **argv)
 	struct vpd_pf pf = { .name = (char *)"eth0" };
 	struct vpd_pool pool = { .name = (char *)"a", .pf = &pf };
 	struct vpd_entry e = { .pool = &pool, .vf = VF };
-	struct vpd_flow f[VPD_VF_MAX_FLOWS], all = { .cookie = VPD_COOKIE_MAGIC }, others = vpd_others_flow();
-	struct vpd_flow allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, PF_INDEX, VF) };
+	struct vpd_flow f[VPD_VF_MAX_FLOWS], all = { .cookie = VPD_COOKIE_MAGIC, .table = VPD_OFPTT_ALL }, others = vpd_others_flow();
+	struct vpd_flow allow = { .cookie = vpd_flow_cookie(VPD_FLOW_ALLOW, PF_INDEX, VF),
+				  .table = VPD_OFPTT_ALL };
 	g_autoptr(GByteArray) m = g_byte_array_new();
 	g_autoptr(GByteArray) inner = g_byte_array_new();
 	static const uint8_t echo_request[] = {
@@ -115,5 +116,70 @@ int main(int argc, char **argv)
 	dump_flow_mod("add_rep_deny", 15, VPD_OFPFC_ADD, &f[1], 0);
 	dump_flow_mod("add_to_rep", 16, VPD_OFPFC_ADD, &f[2], 0);
 	dump_flow_mod("add_from_rep", 17, VPD_OFPFC_ADD, &f[3], 0);
+
+	/* Its client has rules in table 5: through that table, a miss flow there. */
+	e.flow_table = 5;
+	if (vpd_vf_flows(&e, PF_INDEX, f) != 5 || f[3].table != 5)
+		return 1;
+	dump_flow_mod("add_to_table", 18, VPD_OFPFC_ADD, &f[2], 0);
+	dump_flow_mod("add_miss", 19, VPD_OFPFC_ADD, &f[3], 0);
+	{
+		/* apply() deletes its flows by cookie in every table */
+		struct vpd_flow miss = { .cookie = vpd_flow_cookie(VPD_FLOW_MISS, PF_INDEX, VF),
+					 .table = VPD_OFPTT_ALL };
+
+		dump_flow_mod("delete_miss", 20, VPD_OFPFC_DELETE, &miss, ~0ull);
+	}
+	{
+		/* A guest's rules (vpd_ovs_rules()): VF 3 -> VF 4 (port 1005). */
+		struct vpd_rule r = { .id = 42, .priority = 0xfff0, .table = 5 };
+		struct vpd_flow rf, del = { .cookie = vpd_rule_cookie(5, 42), .table = 5 };
+		struct vpd_flow tbl = { .cookie = vpd_rule_table_cookie(5), .table = 5 };
+		struct vpd_rule_match *mt = &r.m;
+
+		/* everything an IPv4/TCP rule can match, forwarded with a new VLAN tag */
+		memcpy(mt->eth_dst, "\x02\x00\x00\x00\x00\x20", 6);
+		memcpy(mt->eth_dst_mask, "\xff\xff\xff\xff\xff\xff", 6);
+		memcpy(mt->eth_src, "\x02\x00\x00\x00\x00\x00", 6);
+		memcpy(mt->eth_src_mask, "\xff\xff\xff\x00\x00\x00", 6);
+		mt->eth_type = 0x0800;
+		mt->vlan_vid = 100;
+		mt->has_ip_proto = true;
+		mt->ip_proto = 6;
+		memcpy(mt->ipv4_src, "\x0a\x00\x00\x00", 4);
+		memcpy(mt->ipv4_src_mask, "\xff\x00\x00\x00", 4);
+		memcpy(mt->ipv4_dst, "\x0a\x01\x02\x03", 4);
+		memcpy(mt->ipv4_dst_mask, "\xff\xff\xff\xff", 4);
+		mt->l4_src = 0x400;
+		mt->l4_src_mask = 0xfc00;
+		mt->l4_dst = 80;
+		mt->l4_dst_mask = 0xffff;
+		r.vlan_pop = true;
+		r.vlan_push = 200;
+		vpd_rule_flow(&r, 1004, 1005, &rf);
+		dump_flow_mod("add_rule_tcp", 21, VPD_OFPFC_ADD, &rf, 0);
+		/* IPv6/UDP, dropped */
+		memset(mt, 0, sizeof(*mt));
+		r.vlan_pop = false;
+		r.vlan_push = 0;
+		r.id = 43;
+		r.priority = 7;
+		mt->eth_type = 0x86dd;
+		mt->has_ip_proto = true;
+		mt->ip_proto = 17;
+		memcpy(mt->ipv6_src, "\xfd\x00\0\0\0\0\0\0\0\0\0\0\0\0\0\x01", 16);
+		memset(mt->ipv6_src_mask, 0xff, 16);
+		memcpy(mt->ipv6_dst, "\xfd\x00\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
+		memset(mt->ipv6_dst_mask, 0xff, 8);
+		mt->l4_dst = 53;
+		mt->l4_dst_mask = 0xffff;
+		vpd_rule_flow(&r, 1004, 0, &rf);
+		dump_flow_mod("add_rule_udp6_drop", 22, VPD_OFPFC_ADD, &rf, 0);
+		dump_flow_mod("delete_rule", 23, VPD_OFPFC_DELETE, &del, ~0ull);
+		dump_flow_mod("delete_table", 24, VPD_OFPFC_DELETE, &tbl, VPD_RULE_TABLE_COOKIE_MASK);
+		g_byte_array_set_size(m, 0);
+		vpd_of_flow_stats_request(m, 25, 5, vpd_rule_cookie(5, 42), ~0ull);
+		dump("rule_stats_request", m);
+	}
 	return 0;
 }

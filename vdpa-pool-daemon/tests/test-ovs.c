@@ -206,6 +206,23 @@ static void test_vf_rep_flows(void)
 		g_assert_false(f[i].normal);
 		g_assert_false(f[i].match_src);
 	}
+	/* its client has rules in table 5: through it, and its miss flow there */
+	e.flow_table = 5;
+	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 5);
+	{
+		const char *const via[] = {
+			"cookie=0x5650050000010003, priority=100,in_port=1004 actions=goto_table:5",
+			"cookie=0x5650070000010003, table=5, priority=0,in_port=1004 "
+			"actions=output:1504",
+		};
+
+		for (unsigned i = 0; i < 2; i++) {
+			g_autofree char *text = vpd_flow_to_string(&f[2 + i]);
+
+			g_assert_cmpstr(text, ==, via[i]);
+		}
+	}
+	e.flow_table = 0;
 	/* link disabled: both ports drop */
 	e.attrs.link_state = VPD_LINK_DISABLE;
 	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
@@ -215,6 +232,48 @@ static void test_vf_rep_flows(void)
 	e.rep_port = NULL;
 	g_assert_cmpuint(vpd_vf_flows(&e, 1, f), ==, 2);
 	g_assert_true(f[1].normal && f[1].match_src);
+}
+
+/* A guest's rule: its cookie, priority, source port and table. */
+static void test_rule_flow(void)
+{
+	struct vpd_rule r = { .id = 0xfffffffe, .priority = 65534, .table = 253 };
+	struct vpd_flow f;
+	g_autoptr(GByteArray) m = g_byte_array_new();
+	uint8_t flow[56] = { 0 };
+	uint64_t packets = 0, bytes = 0;
+	bool found = false;
+
+	vpd_rule_flow(&r, 1004, 0, &f);
+	g_assert_cmphex(f.cookie, ==, 0x565008fdfffffffeull);
+	g_assert_cmphex(f.cookie & VPD_RULE_TABLE_COOKIE_MASK, ==, vpd_rule_table_cookie(253));
+	g_assert_cmpuint(f.priority, ==, 65535);
+	g_assert_cmpuint(f.table, ==, 253);
+	g_assert_cmpuint(f.in_port, ==, 1004);
+	g_assert_cmpuint(f.output, ==, 0);             /* drop */
+	/* its counters, read from a flow stats reply by its cookie */
+	vpd_of_header(m, VPD_OFPT_MULTIPART_REPLY, 0, 1);
+	g_byte_array_append(m, (const uint8_t *)"\0\1\0\0\0\0\0\0", 8);
+	flow[1] = sizeof(flow);
+	for (unsigned j = 0; j < 8; j++) {
+		flow[24 + j] = f.cookie >> (56 - 8 * j);
+		flow[32 + j] = j == 7 ? 3 : 0;             /* 3 packets */
+		flow[40 + j] = j == 7 ? 180 : 0;           /* 180 bytes */
+	}
+	g_byte_array_append(m, flow, sizeof(flow));
+	m->data[2] = m->len >> 8;
+	m->data[3] = m->len;
+	g_assert_true(vpd_of_flow_stats_counts(m->data, m->len, f.cookie, &packets, &bytes,
+					       &found));
+	g_assert_true(found);
+	g_assert_cmpuint(packets, ==, 3);
+	g_assert_cmpuint(bytes, ==, 180);
+	found = false;
+	g_assert_true(vpd_of_flow_stats_counts(m->data, m->len, f.cookie + 1, &packets, &bytes,
+					       &found));
+	g_assert_false(found);
+	g_assert_false(vpd_of_flow_stats_counts(m->data, m->len - 1, f.cookie, &packets, &bytes,
+						&found));
 }
 
 /* Representor port names: "vr" + the VF's port, or cut and hashed. */
@@ -702,6 +761,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/vf-policing-rate", test_vf_policing_rate);
 	g_test_add_func("/ovs/vf-rep-flows", test_vf_rep_flows);
 	g_test_add_func("/ovs/rep-port-name", test_rep_port_name);
+	g_test_add_func("/ovs/rule-flow", test_rule_flow);
 	g_test_add_func("/ovs/rep-rows", test_rep_rows);
 	g_test_add_func("/ovs/flow-mod-output", test_flow_mod_output);
 	g_test_add_func("/ovs/flow-mod-add", test_flow_mod_add);
