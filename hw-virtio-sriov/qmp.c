@@ -20,6 +20,7 @@
 #include "net/net.h"
 #include "vsriov.h"
 #include "eswitch.h"
+#include "flow.h"
 
 static const char *backend_type(NetClientState *nc, bool lazy)
 {
@@ -119,6 +120,8 @@ VsriovPFInfoList *qmp_query_vsriov(Error **errp)
             info->eswitch_mode = vsriov_eswitch_switchdev(vpf->esw) ?
                                  VSRIOV_ESWITCH_MODE_SWITCHDEV :
                                  VSRIOV_ESWITCH_MODE_LEGACY;
+            info->has_offloaded_rules = true;
+            info->offloaded_rules = vsriov_flow_rules(vpf->flows);
         }
         QAPI_LIST_APPEND(tail, info);
     }
@@ -166,12 +169,16 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
         VsriovPFInfo *pf = p->value;
 
         monitor_printf(mon, "PF %s (%s): pool %s, TotalVFs %u, NumVFs %u, "
-                       "VF Enable %s%s%s\n", pf->id, pf->qom_path, pf->pool,
+                       "VF Enable %s%s%s", pf->id, pf->qom_path, pf->pool,
                        pf->total_vfs, pf->num_vfs,
                        pf->vf_enable ? "on" : "off",
                        pf->has_eswitch_mode ? ", eswitch " : "",
                        pf->has_eswitch_mode ?
                        VsriovEswitchMode_str(pf->eswitch_mode) : "");
+        if (pf->has_offloaded_rules) {
+            monitor_printf(mon, ", %u offloaded rules", pf->offloaded_rules);
+        }
+        monitor_printf(mon, "\n");
         for (VsriovVFInfoList *v = pf->vfs; v; v = v->next) {
             VsriovVFInfo *vf = v->value;
 
