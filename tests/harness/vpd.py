@@ -9,15 +9,20 @@ import struct
 
 MAGIC, VERSION, HEADER = 0x31445056, 1, 16
 CLAIM, RELEASE, SET_ATTRS, QUERY, STATUS, REP_OPEN, REP_CLOSE = 1, 2, 3, 4, 5, 6, 7
+FLOW_ADD, FLOW_DEL, FLOW_STATS = 8, 9, 10
 REPLY, ERROR = 64, 65
 A = dict(POOL=1, OWNER=2, COUNT=3, HANDLE=4, VF=5, VF_INDEX=6, MAC=7, VLAN=8, QOS=9,
          VLAN_PROTO=10, SPOOFCHK=11, TRUST=12, LINK_STATE=13, MIN_TX_RATE=14,
          MAX_TX_RATE=15, VHOST_PATH=16, ERRNO=17, MESSAGE=18, PORT=19, FLOW=20,
-         HANDOVER=21, REP_PORT=22)
+         HANDOVER=21, REP_PORT=22, FLOW_ID=23, PRIORITY=24, M_ETH_DST=25, M_ETH_SRC=26,
+         M_ETH_TYPE=27, M_VLAN_VID=28, M_IP_PROTO=29, M_IPV4_SRC=30, M_IPV4_DST=31,
+         M_IPV6_SRC=32, M_IPV6_DST=33, M_L4_SRC=34, M_L4_DST=35, OUT=36, VLAN_POP=37,
+         VLAN_PUSH=38, PACKETS=39, BYTES=40)
 NAMES = {v: k for k, v in A.items()}
 FMT = dict(COUNT="<I", HANDLE="<I", VF_INDEX="<I", VLAN="<H", QOS="B", VLAN_PROTO="<H",
            SPOOFCHK="B", TRUST="B", LINK_STATE="B", MIN_TX_RATE="<I", MAX_TX_RATE="<I",
-           ERRNO="<I")
+           ERRNO="<I", FLOW_ID="<I", PRIORITY="<H", M_ETH_TYPE="<H", M_VLAN_VID="<H",
+           M_IP_PROTO="B", OUT="<I", VLAN_POP="B", VLAN_PUSH="<H", PACKETS="<Q", BYTES="<Q")
 
 
 class ProtocolError(Exception):
@@ -174,11 +179,47 @@ class Client:
     def rep_close(self, handle):
         self.request(REP_CLOSE, [("HANDLE", handle)])
 
+    def flow_add(self, flow_id, priority, handle, out=None, **match):
+        """FLOW_ADD of rule flow_id from the VF @handle, forwarded to the VF
+        @out (None: dropped); match: M_* attributes by their lower-case
+        names without the prefix (eth_dst=(mac, mask), eth_type=0x0800,
+        ipv4_dst=(addr, mask), l4_dst=(port, mask) ...), vlan_pop=1,
+        vlan_push=VID."""
+        items = [("FLOW_ID", flow_id), ("PRIORITY", priority), ("HANDLE", handle)]
+        for k, v in match.items():
+            name = k.upper() if k.startswith("vlan_p") else "M_" + k.upper()
+            items.append((name, _match_value(name, v)))
+        if out is not None:
+            items.append(("OUT", out))
+        self.request(FLOW_ADD, items)
+
+    def flow_del(self, flow_id):
+        self.request(FLOW_DEL, [("FLOW_ID", flow_id)])
+
+    def flow_stats(self, flow_id):
+        """(packets, bytes) of rule flow_id."""
+        d = dict(self.request(FLOW_STATS, [("FLOW_ID", flow_id)])[0])
+        return d["PACKETS"], d["BYTES"]
+
     def query(self):
         return [v for n, v in self.request(QUERY)[0] if n == "VF"]
 
     def status(self):
         return [v for n, v in self.request(STATUS)[0] if n == "VF"]
+
+
+def _match_value(name, v):
+    """A match attribute's value: a number as FMT says, else (value, mask)
+    of MACs ("02:..."), IP addresses or ports, each in network order."""
+    if name in FMT:
+        return v
+    value, mask = v
+    if name in ("M_L4_SRC", "M_L4_DST"):
+        return struct.pack("!HH", value, mask)
+    if name in ("M_ETH_DST", "M_ETH_SRC"):
+        return bytes(int(x, 16) for x in (value + ":" + mask).split(":"))
+    family = socket.AF_INET6 if ":" in value else socket.AF_INET
+    return socket.inet_pton(family, value) + socket.inet_pton(family, mask)
 
 
 def close_fds(fds):
