@@ -328,6 +328,68 @@ static void test_config(struct fixture *f, gconstpointer data)
 	}
 }
 
+/*
+ * Random mutations of a FLOW_ADD with every attribute: whatever the codec
+ * lets through, vpd_rule_parse() and vpd_rule_check() read only what is
+ * there (ASan/UBSan) and either take it or give an errno and a sentence.
+ */
+static void put_everything(struct vpd_builder *b)
+{
+	static const uint8_t mac[12] = { 2, 0, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t v4[8] = { 10, 0, 0, 1, 255, 255, 255, 255 };
+	static const uint8_t port[4] = { 0, 80, 0xff, 0xff };
+
+	vpd_put_bytes(b, VPD_A_M_ETH_DST, mac, 12);
+	vpd_put_bytes(b, VPD_A_M_ETH_SRC, mac, 12);
+	vpd_put_u16(b, VPD_A_M_ETH_TYPE, 0x0800);
+	vpd_put_u16(b, VPD_A_M_VLAN_VID, 100);
+	vpd_put_u8(b, VPD_A_M_IP_PROTO, 6);
+	vpd_put_bytes(b, VPD_A_M_IPV4_SRC, v4, 8);
+	vpd_put_bytes(b, VPD_A_M_IPV4_DST, v4, 8);
+	vpd_put_bytes(b, VPD_A_M_L4_SRC, port, 4);
+	vpd_put_bytes(b, VPD_A_M_L4_DST, port, 4);
+	vpd_put_u32(b, VPD_A_OUT, 1);
+	vpd_put_u8(b, VPD_A_VLAN_POP, 1);
+	vpd_put_u16(b, VPD_A_VLAN_PUSH, 150);
+}
+
+static void test_random(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(vpd_msg) seed = flow_add(0, put_everything);
+	gsize len;
+	const uint8_t *orig = g_bytes_get_data(seed->buf, &len);
+	GRand *rnd = g_rand_new_with_seed(35);
+	unsigned parsed = 0, taken = 0;
+
+	(void)data;
+	for (unsigned i = 0; i < 20000; i++) {
+		g_autofree uint8_t *m = g_memdup2(orig, len);
+		g_autoptr(GBytes) bytes = NULL;
+		g_autoptr(vpd_msg) msg = NULL;
+		g_autofree char *why = NULL;
+		struct vpd_rule r;
+		int errnum = 0;
+
+		for (unsigned k = g_rand_int_range(rnd, 1, 4); k; k--)
+			m[g_rand_int_range(rnd, VPD_HEADER_SIZE, len)] = g_rand_int(rnd);
+		bytes = g_bytes_new(m, len);
+		msg = vpd_msg_parse(bytes, NULL);
+		if (!msg)
+			continue;
+		parsed++;
+		if (vpd_rule_parse(msg, &r, &errnum, &why) &&
+		    vpd_rule_check(&r, f->pools, 1, &errnum, &why)) {
+			taken++;
+		} else {
+			g_assert_true(errnum == EINVAL || errnum == EPERM);
+			g_assert_nonnull(why);
+		}
+	}
+	g_test_message("%u of 20000 mutations parsed, %u taken", parsed, taken);
+	g_assert_cmpuint(taken, >, 0);      /* (the seed itself is taken) */
+	g_rand_free(rnd);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -335,6 +397,7 @@ int main(int argc, char **argv)
 	g_test_add("/rules/no-representor", struct fixture, NULL, setup, test_no_rep, teardown);
 	g_test_add("/rules/kept", struct fixture, NULL, setup, test_rules_kept, teardown);
 	g_test_add("/rules/config", struct fixture, NULL, setup, test_config, teardown);
+	g_test_add("/rules/random", struct fixture, NULL, setup, test_random, teardown);
 	g_test_add_func("/rules/tables", test_tables);
 	g_test_add_func("/rules/bucket", test_bucket);
 	return g_test_run();
