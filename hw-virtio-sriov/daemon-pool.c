@@ -831,11 +831,10 @@ static void flow_done(DaemonReq *req)
         ret = -EIO;
     }
     if (err) {
-        error_prepend(&err, "vsriov-daemon-pool '%s': %s of rule %u: ",
-                      dp_id(call->dp),
-                      call->type == VPD_MSG_FLOW_ADD ? "FLOW_ADD" :
-                      call->type == VPD_MSG_FLOW_DEL ? "FLOW_DEL" :
-                      "FLOW_STATS", call->id);
+        /* (the client's errors name the pool already) */
+        error_prepend(&err, "%s: ", call->type == VPD_MSG_FLOW_ADD ?
+                      "FLOW_ADD" : call->type == VPD_MSG_FLOW_DEL ?
+                      "FLOW_DEL" : "FLOW_STATS");
     }
     call->done(call->opaque, ret, packets, bytes, err);
 }

@@ -98,6 +98,72 @@ def rep_create(a, rep_id, member):
                  timeout=30)[0]
 
 
+# The flows of tables other than 0 (the connection's own):
+# [(table, priority, match, actions, n_packets)].
+def guest_flows():
+    got = []
+    for f in sh(f"ovs-ofctl -O OpenFlow14 --no-names dump-flows {BR}").splitlines():
+        m = re.search(r"table=(\d+), n_packets=(\d+).*?(?:priority=(\d+),?)?(\S*) "
+                      r"actions=(\S+)", f)
+        if m and m.group(1) != "0":
+            got.append((int(m.group(1)), int(m.group(3) or 32768), m.group(4),
+                        m.group(5), int(m.group(2))))
+    return got
+
+
+def fobj(opcode, typ, oid, data=b""):
+    flags = b"" if opcode == DESTROY else bytes(8)
+    return a.run(opcode, GROUP_SELF, 0, struct.pack("<HxxI", typ, oid) + flags + data,
+                 timeout=30)
+
+
+# Rules of the guest's eswitch through QEMU into the daemon's table.
+def flows():
+    GROUP, CLS, RULE, QUERY = 0x200, 0x201, 0x202, 0xC
+    out["rep2"] = rep_create(a, 1, 2)
+    poll("two representor ports", lambda: len(
+        [v for v in vpd.Client("/run/vpd/api.sock").status() if v.get("REP_PORT")]) == 2)
+    vfs = sorted((v["VF_INDEX"], v["PORT"], v["REP_PORT"])
+                 for v in vpd.Client("/run/vpd/api.sock").status() if v.get("REP_PORT"))
+    (_, p0, r0), (_, p1, r1) = vfs
+    out["group"] = fobj(CREATE, GROUP, 0, struct.pack("<HB5x", 0xfff5, 1))[0]
+    # PORT (whole), ETH (the type only)
+    cls = (struct.pack("<B7x", 2) + struct.pack("<BBxxB3x", 8, 0, 4) + b"\xff" * 4 +
+           struct.pack("<BBxxB3x", 1, 0, 14) + bytes(12) + b"\xff\xff")
+    out["classifier"] = fobj(CREATE, CLS, 0, cls)[0]
+
+    def rule(src, action, port, ethertype=0x88b5, flags=0, tci=0):
+        return (struct.pack("<IIBBBBHH", 0, 0, 0, 18, action, flags, port, tci) +
+                struct.pack("<I", src) + bytes(12) + struct.pack(">H", ethertype))
+
+    out["rule"] = fobj(CREATE, RULE, 0, rule(1, 5, 2))[0]
+    out["table"] = [(prio, act) for (_, prio, m, act, _) in guest_flows()
+                    if f"in_port={ofport(p0)}" in m and prio]
+    # VF 0's frame of type 0x88b5 goes to VF 1's port; another to its
+    # representor (the table's miss flow)
+    sh(f"ovs-ofctl -O OpenFlow14 packet-out {BR} in_port={ofport(p0)},"
+       f"packet={frame(vf0['mac'], '02:aa:00:00:00:02', 'rule').hex()},actions=table")
+    poll("the rule counts the frame", lambda: any(
+        n == 1 for (_, prio, m, act, n) in guest_flows() if prio and act == f"output:{ofport(p1)}"))
+    st, res = fobj(QUERY, RULE, 0)
+    out["query"] = [st, len(res)] + list(struct.unpack_from("<QQ", res, 16 + 18))
+    rx.add()
+    other = frame(vf0["mac"], "02:aa:00:00:00:03", "miss")
+    other = other[:12] + b"\x88\xb6" + other[14:]
+    sh(f"ovs-ofctl -O OpenFlow14 packet-out {BR} in_port={ofport(p0)},"
+       f"packet={other.hex()},actions=table")
+    out["miss"] = rx.used()[26:].rstrip(b"\0").decode()
+    # refusals: the pool's VLANs (none but untagged), a representor in use
+    out["vlan_push"] = fobj(CREATE, RULE, 1, rule(2, 5, 1, flags=2, tci=100))[0]
+    out["rep_in_use"] = a.run(DESTROY, GROUP_SELF, 0, struct.pack("<HxxI", OBJ_REP, 1))[0]
+    # the rule goes: so does its flow
+    out["del"] = fobj(DESTROY, RULE, 0)[0]
+    out["after_del"] = [f for f in guest_flows() if f[1]]
+    out["again"] = fobj(CREATE, RULE, 0, rule(1, 1, 0))[0]
+    out["drop_rule"] = [(prio, act) for (_, prio, m, act, _) in guest_flows()
+                        if f"in_port={ofport(p0)}" in m and prio]
+
+
 q = QtestPci(f"/tmp/{NAME}-qt.sock")
 _, enabled = q.set_vfs(1 if sys.argv[3] == "refused" else 2)
 rx, tx = Ring(3, 0x200000), Ring(4, 0x210000)
@@ -115,6 +181,10 @@ if sys.argv[3] == "refused":
 
 vf0 = qmp("query-vsriov")[0]["vfs"][0]
 out["representor"] = vf0.get("representor")
+if sys.argv[3] == "flows":
+    flows()
+    print(json.dumps(out))
+    raise SystemExit(0)
 (vf,) = [v for v in vpd.Client("/run/vpd/api.sock").status() if v.get("REP_PORT")]
 port, rep = vf["PORT"], vf["REP_PORT"]
 out["ports"] = [port, rep, rep in ports()]
@@ -184,6 +254,40 @@ def test_representor_through_qemu_and_the_daemon(host):
     assert rep_ports == [rep], rep_ports
     # QEMU gone: its connection and its taps with it, so is the port
     l1.wait_until(f"! ovs-vsctl list-ports {BRIDGE} | grep -q '^vr'", timeout=30)
+
+
+def test_rules_through_qemu_and_the_daemon(host):
+    """Issue 35 between QEMU and the daemon: a rule the driver creates
+    (group, classifier, rule: VF 1's frames of EtherType 0x88b5 to VF 2)
+    becomes a flow of the daemon's table for this QEMU's connection; a
+    frame VF 1 sends with that type crosses to VF 2's port and the rule's
+    QUERY counts it as OVS does; another type misses and reaches
+    representor 0.  A VLAN push outside the pool's VLANs is the daemon's
+    EPERM; a representor that a rule names cannot go; the rule destroyed,
+    its flow goes; QEMU gone, the table is empty."""
+    l1 = host
+    l1.check(qemu_cmd("esf", "sw", 2))
+    try:
+        out = run_driver(l1, "esf", "flows")
+    finally:
+        stop_qemu(l1, "esf")
+    assert [out[k] for k in ("eswitch", "rep", "rep2", "group", "classifier", "rule")] \
+        == [0] * 6, out
+    vf1 = out["table"]
+    assert len(vf1) == 1 and vf1[0][0] == 0xfff6 and vf1[0][1].startswith("output:"), out
+    assert out["query"] == [0, 16 + 18 + 16, 1, 64], out
+    assert out["miss"] == "miss", out
+    assert out["vlan_push"] == 1, out         # EPERM
+    assert out["rep_in_use"] == 22, out        # EINVAL (INVALID_COMMAND)
+    assert out["del"] == 0 and out["after_del"] == [], out
+    assert out["again"] == 0 and out["drop_rule"] == [[0xfff6, "drop"]], out
+    # the daemon's reason reaches the host's log
+    assert ("virtual SR-IOV PF 'pf0': rule 1: FLOW_ADD: vsriov-daemon-pool 'p0': the "
+            "daemon refused: VLAN_PUSH 100 is outside pool 'sw''s range 0-0"
+            in l1.check("cat /scratch/qemu-esf.log"))
+    # QEMU gone: nothing of its rules is left in the switch
+    l1.wait_until(f"test -z \"$(ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} | "
+                  f"grep -v 'table=0,' | grep -v 'NXST\\|OFPST')\"", timeout=30)
 
 
 def test_pool_without_switchdev_refuses_the_representor(host):
