@@ -114,6 +114,11 @@ EXPECTED = {
         22, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},ipv6_src=fd00::1,"
         f"ipv6_dst=fd00::/64,tp_dst=53 cookie:{rule_cookie(TABLE, 43):#x} reset_counts "
         "actions=drop"),
+    # a hairpin (OUT = HANDLE): OVS drops output to a frame's own in_port
+    "add_rule_hairpin": flow_mod(
+        26, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},ipv6_src=fd00::1,"
+        f"ipv6_dst=fd00::/64,tp_dst=53 cookie:{rule_cookie(TABLE, 43):#x} reset_counts "
+        "actions=IN_PORT"),
     "delete_rule": delete(23, rule_cookie(TABLE, 42), (1 << 64) - 1, TABLE),
     # a client's whole table: "VP" | 8 | 5, any FLOW_ID
     "delete_table": delete(24, rule_cookie(TABLE, 0), 0xffffffff00000000, TABLE),

@@ -46,6 +46,7 @@ struct vpd_flow {
 	uint8_t goto_table;   /* ... or, not 0, goto_table:T */
 };
 #define VPD_OFPTT_ALL 0xff
+#define VPD_OFPP_IN_PORT 0xfffffff8u   /* output: back out of in_port */
 
 /* A flow as ovs-ofctl prints it (without counters). */
 char *vpd_flow_to_string(const struct vpd_flow *f);

@@ -122,7 +122,8 @@ void vpd_rule_flow(const struct vpd_rule *r, uint32_t in_port, uint32_t out_port
 	f->l4_dst_mask = m->l4_dst_mask;
 	f->pop_vlan = r->vlan_pop;
 	f->push_vid = r->vlan_push;
-	f->output = out_port;
+	/* back out of its own port (hairpin): OVS drops output:in_port */
+	f->output = out_port && out_port == in_port ? VPD_OFPP_IN_PORT : out_port;
 }
 
 struct vpd_flow vpd_others_flow(void)

@@ -66,7 +66,7 @@ unsigned vpd_vf_flows(const struct vpd_entry *e, unsigned pf_index,
  * Rule r's flow in its table r->table: in_port its source VF's port
  * in_port (the daemon's, never the client's), priority PRIORITY + 1 (the
  * miss flows have 0), r's matches, then pop_vlan, push_vlan + set_field,
- * output:out_port (0: drop).
+ * output:out_port (0: drop; in_port: IN_PORT, a hairpin).
  */
 void vpd_rule_flow(const struct vpd_rule *r, uint32_t in_port, uint32_t out_port,
 		   struct vpd_flow *f);

@@ -175,6 +175,9 @@ int main(int argc, char **argv)
 		mt->l4_dst_mask = 0xffff;
 		vpd_rule_flow(&r, 1004, 0, &rf);
 		dump_flow_mod("add_rule_udp6_drop", 22, VPD_OFPFC_ADD, &rf, 0);
+		/* hairpin: back out of VF 3's own port */
+		vpd_rule_flow(&r, 1004, 1004, &rf);
+		dump_flow_mod("add_rule_hairpin", 26, VPD_OFPFC_ADD, &rf, 0);
 		dump_flow_mod("delete_rule", 23, VPD_OFPFC_DELETE, &del, ~0ull);
 		dump_flow_mod("delete_table", 24, VPD_OFPFC_DELETE, &tbl, VPD_RULE_TABLE_COOKIE_MASK);
 		g_byte_array_set_size(m, 0);

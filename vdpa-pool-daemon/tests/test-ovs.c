@@ -251,6 +251,10 @@ static void test_rule_flow(void)
 	g_assert_cmpuint(f.table, ==, 253);
 	g_assert_cmpuint(f.in_port, ==, 1004);
 	g_assert_cmpuint(f.output, ==, 0);             /* drop */
+	vpd_rule_flow(&r, 1004, 1004, &f);
+	g_assert_cmphex(f.output, ==, VPD_OFPP_IN_PORT); /* hairpin */
+	vpd_rule_flow(&r, 1004, 1005, &f);
+	g_assert_cmpuint(f.output, ==, 1005);
 	/* its counters, read from a flow stats reply by its cookie */
 	vpd_of_header(m, VPD_OFPT_MULTIPART_REPLY, 0, 1);
 	g_byte_array_append(m, (const uint8_t *)"\0\1\0\0\0\0\0\0", 8);
