@@ -926,26 +926,28 @@ static void daemon_flow_add(VsriovPool *pool, const char *src,
     vsriov_daemon_send(dp->client, m, 0, flow_done, call);
 }
 
-static void daemon_flow_del(VsriovPool *pool, uint32_t id,
-                            VsriovPoolFlowDone *done, void *opaque)
+/* FLOW_DEL or FLOW_STATS: the rule's id only. */
+static void send_flow_id(VsriovPool *pool, uint16_t type, uint32_t id,
+                         VsriovPoolFlowDone *done, void *opaque)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    struct vpd_builder *m = msg_new(VPD_MSG_FLOW_DEL);
+    struct vpd_builder *m = msg_new(type);
 
     vpd_put_u32(m, VPD_A_FLOW_ID, id);
     vsriov_daemon_send(dp->client, m, 0, flow_done,
-                       flow_call(dp, VPD_MSG_FLOW_DEL, id, done, opaque));
+                       flow_call(dp, type, id, done, opaque));
+}
+
+static void daemon_flow_del(VsriovPool *pool, uint32_t id,
+                            VsriovPoolFlowDone *done, void *opaque)
+{
+    send_flow_id(pool, VPD_MSG_FLOW_DEL, id, done, opaque);
 }
 
 static void daemon_flow_stats(VsriovPool *pool, uint32_t id,
                               VsriovPoolFlowDone *done, void *opaque)
 {
-    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    struct vpd_builder *m = msg_new(VPD_MSG_FLOW_STATS);
-
-    vpd_put_u32(m, VPD_A_FLOW_ID, id);
-    vsriov_daemon_send(dp->client, m, 0, flow_done,
-                       flow_call(dp, VPD_MSG_FLOW_STATS, id, done, opaque));
+    send_flow_id(pool, VPD_MSG_FLOW_STATS, id, done, opaque);
 }
 
 /* The daemon's MAC for its VF: what a VDUSE device cannot carry itself. */
