@@ -10,8 +10,11 @@ representor's host backend (a stream netdev QEMU listens on) arrives on
 the queue.  After the migration the destination is in switchdev mode, VF 0's
 representor is connected to the destination's own backend, and a frame
 written there arrives in the buffer the guest had posted on the source.
-A destination without sriov-eswitch refuses the stream, and the source
-goes on in switchdev mode with its representor carrying frames."""
+The driver's flow objects (issue 35: a group and a classifier, QEMU's
+own state; a static pool takes no rules) come with it: the destination
+reads them back as they were created.  A destination without
+sriov-eswitch refuses the stream, and the source goes on in switchdev
+mode with its representor carrying frames."""
 import copy
 import json
 import os
@@ -29,8 +32,13 @@ from harness.qtest_pci import GROUP_SELF, Admin, QtestPci, Ring
 pytestmark = pytest.mark.slow
 
 F_CTRL_VQ, F2_ESWITCH = 17, 1 << (72 - 64)
-CREATE, DESTROY = 0x000A, 0x000D
+CREATE, QUERY, DESTROY = 0x000A, 0x000C, 0x000D
 OBJ_ESWITCH, OBJ_REP = 0x0205, 0x0206
+OBJ_GROUP, OBJ_CLASSIFIER = 0x0200, 0x0201
+GROUP = struct.pack("<HB5x", 0xfff5, 1)
+# source port, then the EtherType
+CLASSIFIER = (struct.pack("<B7x", 2) + struct.pack("<BBxxB3x", 8, 0, 4) + b"\xff" * 4 +
+              struct.pack("<BBxxB3x", 1, 0, 14) + bytes(12) + b"\xff\xff")
 REP0_RX = 3
 
 
@@ -151,6 +159,9 @@ def switchdev_source(tmp):
                   struct.pack("<HxxIQHHIQ", OBJ_REP, 0, 0, 0, 0, 1, 0))
     assert st == 0, f"representor: status {st}"
     assert src.pf()["eswitch-mode"] == "switchdev"
+    for typ, oid, data in ((OBJ_GROUP, 3, GROUP), (OBJ_CLASSIFIER, 7, CLASSIFIER)):
+        st, _ = a.run(CREATE, GROUP_SELF, 0, struct.pack("<HxxIQ", typ, oid, 0) + data)
+        assert st == 0, f"flow object {typ:#x}: status {st}"
     host = src.rep_backend()
     rx.add()
     rx.add()
@@ -184,6 +195,11 @@ def test_switchdev_pf_migrates_with_its_representors(tmp_path):
         got = rx.used()
         assert got[12:] == frame(2), got.hex()
         assert dst.pf()["vfs"][0]["representor"]["rx-packets"] == 1
+        # the flow objects, as the driver created them on the source
+        for typ, oid, data in ((OBJ_GROUP, 3, GROUP), (OBJ_CLASSIFIER, 7, CLASSIFIER)):
+            assert da.run(QUERY, GROUP_SELF, 0,
+                          struct.pack("<HxxIQ", typ, oid, 0)) == (0, data)
+        assert da.run(QUERY, GROUP_SELF, 0, struct.pack("<HxxIQ", OBJ_GROUP, 0, 0))[0] == 22
     finally:
         host.close()
         src.stop()
