@@ -19,7 +19,7 @@ offers none), so
   counted by tc -s;
 - leaving switchdev mode with the rules installed works (the driver
   destroys the device's flow objects first), and nothing in the guest's
-  kernel log complains.
+  kernel log complains (the lockdep kernel).
 
 The Level 2 end-to-end test (rules in_hw through the daemon's OVS) is
 separate."""
@@ -28,6 +28,7 @@ import re
 
 import pytest
 
+from harness import paths
 from system.guest_net import enable_vfs, vf_into_netns
 from system.test_l0_switchdev import (NUM_VFS, assert_no_kernel_warning, esw_args, mode,
                                       ports, qmp_pf, reps)
@@ -67,7 +68,10 @@ def ping(g, src_ns, dst_ip, count):
 def test_flower_on_representors(netns, guest_factory):
     host = netns("vsr-flower")
     host_pairs(host, NUM_VFS)
-    g = guest_factory("flower", netns=host.name, qemu_args=esw_args(NUM_VFS))
+    # (the lockdep kernel: tc calls in under RTNL, the mode under devlink's
+    # lock, and the flow objects have a lock inside both)
+    g = guest_factory("flower", netns=host.name, qemu_args=esw_args(NUM_VFS),
+                      kernel=paths.guest("vmlinuz-lockdep"))
     pf = g.check("for d in /sys/bus/pci/devices/*; do "
                  "[ -f $d/sriov_totalvfs ] && basename $d && break; done").strip()
     enable_vfs(g, pf, 2)
