@@ -17,7 +17,8 @@ pool's range is taken.  Then where it is stopped: a rule naming B's VF
 OVS holds nothing of them (A's table's cookies); 1100 rules: the 1025th
 is ENOSPC (max-flows' default), OVS holds 1024; a churn of deletes and
 adds runs into EAGAIN (max-flow-changes, 50 here) while B's CLAIM still
-completes within QEMU's 5 s; A's connection closed, its table is empty
+completes within QEMU's 5 s; B's representor port closed, its VF's rule
+is gone; A's connection closed, its table is empty
 (dump-flows) and B's rule is still there."""
 import json
 
@@ -254,6 +255,7 @@ out["flow_add_ms"] = {"median": statistics.median(add_s) * 1000,
 
 # -- a churn: EAGAIN, and B's CLAIM meanwhile --------------------------------
 b.rep_close(hb)
+out["b_after_rep_close"] = rule_ids(tb)       # its VF's rules went with the port
 os.close(tapb)
 b.release(hb)
 vb, claim_before = timed_claim(b)       # unloaded, the same VF
@@ -297,7 +299,7 @@ out["churn"] = dict(churn, at_claim=at_claim, at_answer=at_answer,
                     claim_during_s=claim_during)
 hb = vb["HANDLE"]
 repb, tapb = b.rep_open(hb)
-b.flow_add(1, 10, hb, eth_type=0x88b6)
+b.flow_add(2, 10, hb, eth_type=0x88b6)
 tb, _ = table_of(b, hb)
 
 # -- A closes: its table empty, B's rule still there -------------------------
@@ -393,6 +395,9 @@ def test_guest_rules_on_ovs_dpdk(flows_host):
     assert c["message"] == "pool 'sw' allows 50 rule changes a second per client " \
                            "(max-flow-changes)", c
 
+    # B's representor port closed: its VF's rule gone from OVS
+    assert out["b_after_rep_close"] == [], out["b_after_rep_close"]
+
     # A closed: its table empty; B's rule stays
     a = out["after_close"]
-    assert a["a_table"] == {} and a["b_ids"] == [1], a
+    assert a["a_table"] == {} and a["b_ids"] == [2], a
