@@ -98,9 +98,30 @@ def test_flower_on_representors(netns, guest_factory):
     assert not res.ok and REFUSED.search(res.stderr), res
     assert filters(g, rep0) == {}
 
+    # The driver's objects in every shape the contract has pass the
+    # device's checks: the group and the classifier are taken, the rule
+    # checked, and only then refused by the pool (its log says so, once
+    # per rule), not as a malformed object (qualifier INVALID_FIELD).
+    shapes = [
+        f"protocol ip flower skip_sw src_ip 10.33.0.0/24 dst_ip 10.33.0.2 ip_proto tcp "
+        f"dst_port 80 action mirred egress redirect dev {rep1}",
+        "protocol ipv6 flower skip_sw dst_ip 2001:db8::1 ip_proto udp src_port 53 action drop",
+        f"protocol 802.1Q flower skip_sw vlan_id 10 vlan_ethtype ip dst_mac 02:00:00:00:00:02 "
+        f"action vlan pop action vlan push id 20 action mirred egress redirect dev {rep0}",
+    ]
+    for i, shape in enumerate(shapes):
+        res = g.run(f"tc filter add dev {rep0} ingress prio {20 + i} {shape}")
+        assert not res.ok and "(rule: -22)" in res.stderr, res
+    with open(g.qemu_log, errors="replace") as f:
+        assert f.read().count("cannot offload rules") == 1 + len(shapes)
+    assert not g.run("dmesg | grep -q 'qualifier(0x3)'").ok, g.check("dmesg | tail")
+
     # What the driver itself cannot offload, it says so before asking.
     res = g.run(f"tc filter add dev {rep0} ingress prio 5 flower skip_sw action pass")
     assert not res.ok and "does not offload this action" in res.stderr, res
+    res = g.run(f"tc filter add dev {rep0} ingress prio 5 protocol 802.1Q flower skip_sw "
+                f"action drop")
+    assert not res.ok and "matches a VLAN by its id" in res.stderr, res
     # The uplink takes no rule in this stage.
     pfdev = ports(g, pf)[0]["netdev"]
     g.check(f"tc qdisc add dev {pfdev} clsact")
@@ -137,8 +158,14 @@ def test_flower_on_representors(netns, guest_factory):
     g.check(f"devlink dev eswitch set pci/{pf} mode legacy")
     assert mode(g, pf) == "legacy" and reps(g, pf) == {}
     assert qmp_pf(g)["eswitch-mode"] == "legacy"
-    # ... and the mode comes back, with representors without rules.
+    # ... and the mode comes back, with representors without rules that
+    # ask the device again (the capabilities were set again).
     g.check(f"devlink dev eswitch set pci/{pf} mode switchdev")
-    assert sorted(reps(g, pf)) == [0, 1]
+    r = reps(g, pf)
+    assert sorted(r) == [0, 1]
+    g.check(f"tc qdisc add dev {r[0]} clsact")
+    assert filters(g, r[0]) == {}
+    res = g.run(f"tc filter add dev {r[0]} ingress flower skip_sw action drop")
+    assert not res.ok and "(rule: -22)" in res.stderr, res
     g.check(f"devlink dev eswitch set pci/{pf} mode legacy")
     assert_no_kernel_warning(g)
