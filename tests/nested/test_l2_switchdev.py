@@ -152,3 +152,144 @@ def test_guest_bridge_over_representors_switches_the_vfs(system):
     l1.wait_until(f"! ovs-vsctl list-ports br-vsriov | grep -q '^vr'", timeout=60)
     l2.wait_until("ip -n a link show net1 | grep -q LOWER_UP", timeout=60)
     assert s.ping("a", "10.41.0.2") == 3
+
+
+# ---- the guest's rules offloaded to the host's switch (issue 35) ----------
+
+def switch_flows(l1, port):
+    """The flows of the guest's table(s) (not table 0, the pool's policy)
+    for frames entering at port: [(table, priority, actions, n_packets)];
+    priority 0 is the table's miss flow (to the representor port)."""
+    out = l1.check(f"ovs-ofctl -O OpenFlow14 --no-names dump-flows br-vsriov "
+                   f"in_port={port_no(l1, port)}")
+    flows = []
+    for f in out.splitlines():
+        m = re.search(r"table=(\d+), n_packets=(\d+).* actions=(\S+)", f)
+        if m and m.group(1) != "0":
+            prio = re.search(r"[ ,]priority=(\d+)", f)
+            # (ovs-ofctl leaves out the default priority, 32768)
+            flows.append((int(m.group(1)), int(prio.group(1)) if prio else 32768,
+                          m.group(3), int(m.group(2))))
+    return flows
+
+
+def rule_packets(l1, port, actions, timeout=30, at_least=0):
+    """n_packets of the one guest rule for frames entering at port with
+    actions, once it shows at least at_least (OVS's revalidators update
+    counters up to a second after the frames passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = [n for (_, prio, a, n) in switch_flows(l1, port)
+               if a == actions and prio != 0]
+        assert len(got) == 1, f"no single rule in_port={port} actions={actions}: " \
+                              f"{switch_flows(l1, port)}"
+        if got[0] >= at_least or time.monotonic() > deadline:
+            return got[0]
+        time.sleep(0.2)
+
+
+def tc_filters(l2, dev):
+    """The flower filters on dev's ingress: [(pref, in_hw, packets)]."""
+    out = json.loads(l2.check(f"tc -s -j filter show dev {dev} ingress") or "[]")
+    got = []
+    for f in out:
+        o = f.get("options")
+        if f.get("kind") != "flower" or not o:
+            continue
+        pkts = sum(a.get("stats", {}).get("packets", 0) for a in o.get("actions", []))
+        got.append((f["pref"], bool(o.get("in_hw")), pkts))
+    return got
+
+
+def switchdev(s):
+    """The PF in switchdev mode with a representor per VF and their ports
+    on the host: {VF number: representor netdev}."""
+    l1, l2, pf = s.l1, s.l2, s.pf
+    l2.check(f"devlink dev eswitch set pci/{pf} mode switchdev", timeout=120)
+    vfs = int(l2.check(f"cat /sys/bus/pci/devices/{pf}/sriov_numvfs"))
+    l2.wait_until(f"test $(devlink port show pci/{pf} | grep -c 'flavour pcivf') = {vfs}",
+                  timeout=60)
+    l1.wait_until(" && ".join(f"ovs-vsctl list-ports br-vsriov | grep -qx vr{vf_port(n)}"
+                              for n in range(2)), timeout=60)
+    return representors(l2, pf)
+
+
+def test_guest_rules_run_in_the_host_switch(system):
+    """tc flower rules on the representors, skip_sw: the host's switch
+    forwards pod a's frames to pod b and back; tc says in_hw and counts
+    what OVS counts; the rules deleted, the frames stop (at representor 0,
+    the slow path, which has no bridge now).  Then a policy as a
+    NetworkPolicy would have it: a may reach b on TCP 8080 only; TCP 22
+    and ICMP are dropped in the host's switch (its rule counts them) and
+    never reach the guest (representor 0 receives nothing)."""
+    s = system
+    l1, l2 = s.l1, s.l2
+    s.ensure_pods(PODS)
+    s.pin_neighbours({p: (PODS[p][1], PODS[p][3]) for p in PODS})
+    reps = switchdev(s)
+    r0, r1 = reps[0], reps[1]
+    vf0, vf1 = port_no(l1, vf_port(0)), port_no(l1, vf_port(1))
+    try:
+        l2.check(f"ip link set {r0} up && ip link set {r1} up && "
+                 f"tc qdisc replace dev {r0} ingress && tc qdisc replace dev {r1} ingress")
+        # no bridge, no rule: the frames stop at representor 0
+        assert s.ping("a", "10.41.0.2", count=2, wait=2) == 0
+
+        # a rule pair VF 0 <-> VF 1, in the host's switch only
+        for dev, peer in ((r0, r1), (r1, r0)):
+            l2.check(f"tc filter add dev {dev} ingress prio 10 protocol all flower "
+                     f"skip_sw action mirred egress redirect dev {peer}", timeout=120)
+        assert [(p, hw) for p, hw, _ in tc_filters(l2, r0)] == [(10, True)]
+        assert [(p, hw) for p, hw, _ in tc_filters(l2, r1)] == [(10, True)]
+        before = rule_packets(l1, vf_port(0), f"output:{vf1}")
+        assert s.ping("a", "10.41.0.2") == 3
+        n = rule_packets(l1, vf_port(0), f"output:{vf1}", at_least=before + 3)
+        assert n - before >= 3
+        assert rule_packets(l1, vf_port(1), f"output:{vf0}", at_least=3) >= 3
+        # tc's count is the switch's (the device reads OVS's counters)
+        deadline = time.monotonic() + 30
+        while tc_filters(l2, r0)[0][2] != rule_packets(l1, vf_port(0), f"output:{vf1}"):
+            assert time.monotonic() < deadline, (tc_filters(l2, r0), switch_flows(l1, vf_port(0)))
+            time.sleep(0.5)
+
+        # the rules deleted: nothing in the guest's table, no traffic
+        l2.check(f"tc filter del dev {r0} ingress && tc filter del dev {r1} ingress",
+                 timeout=120)
+        assert [a for (_, prio, a, _) in switch_flows(l1, vf_port(0)) if prio] == []
+        assert s.ping("a", "10.41.0.2", count=2, wait=2) == 0
+
+        # the policy: a -> b on TCP 8080 only; b -> a all
+        l2.check(f"tc filter add dev {r0} ingress prio 1 protocol ip flower skip_sw "
+                 f"ip_proto tcp dst_ip 10.41.0.2 dst_port 8080 "
+                 f"action mirred egress redirect dev {r1} && "
+                 f"tc filter add dev {r0} ingress prio 9 protocol all flower skip_sw "
+                 f"action drop && "
+                 f"tc filter add dev {r1} ingress prio 1 protocol all flower skip_sw "
+                 f"action mirred egress redirect dev {r0}", timeout=120)
+        assert sorted(hw for _, hw, _ in tc_filters(l2, r0)) == [True, True]
+        l2.check("ip netns exec b /mnt/tools/traffic tcp-sink -listen :8080 -duration 3s "
+                 "> /tmp/sink8080.log 2>&1 & echo $! > /tmp/sink8080.pid")
+        # (listening: port 8080 = 1F90 in state 0A of b's /proc/net/tcp)
+        l2.wait_until("ip netns exec b grep -q ':1F90 00000000:0000 0A' /proc/net/tcp",
+                      timeout=120)
+        l2.check("ip netns exec a /mnt/tools/traffic tcp-send -to 10.41.0.2:8080 "
+                 "-duration 2s", timeout=300)
+        l2.wait_until("! kill -0 $(cat /tmp/sink8080.pid) 2>/dev/null", timeout=300)
+        got = re.search(r"received (\d+) bytes", l2.check("cat /tmp/sink8080.log"))
+        assert got and int(got.group(1)) > 0, l2.check("cat /tmp/sink8080.log")
+
+        rx0 = json.loads(l2.check(f"ip -s -j link show {r0}"))[0]["stats64"]["rx"]["packets"]
+        dropped = rule_packets(l1, vf_port(0), "drop")
+        assert s.ping("a", "10.41.0.2", count=3, wait=2) == 0
+        l2.run("ip netns exec a timeout 5 /mnt/tools/traffic tcp-send "
+               "-to 10.41.0.2:22 -duration 1s", timeout=120)
+        # the pings and the SYNs to port 22 were dropped in the host's switch
+        assert rule_packets(l1, vf_port(0), "drop", at_least=dropped + 4) - dropped >= 4
+        # ... and never reached the guest: representor 0 received nothing
+        assert json.loads(l2.check(f"ip -s -j link show {r0}")
+                          )[0]["stats64"]["rx"]["packets"] == rx0
+    finally:
+        l2.run(f"tc qdisc del dev {r0} ingress; tc qdisc del dev {r1} ingress", timeout=120)
+        l2.check(f"devlink dev eswitch set pci/{s.pf} mode legacy", timeout=120)
+    # nothing of the rules is left in the host's switch
+    assert switch_flows(l1, vf_port(0)) == []
