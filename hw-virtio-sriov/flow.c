@@ -525,6 +525,13 @@ static int rule_match(const FlowClassifier *c, const uint8_t *keys,
         }
         }
     }
+    if (spec->has & VSRIOV_FM_ETH_TYPE && !(spec->has & VSRIOV_FM_VLAN_VID) &&
+        (spec->eth_type == ETH_P_VLAN || spec->eth_type == ETH_P_DVLAN)) {
+        /* (the provider's EtherType is the one after any tag) */
+        error_setg(errp, "a tagged frame is matched by a VLAN selector, not "
+                   "by EtherType 0x%04x", spec->eth_type);
+        return -EINVAL;
+    }
     return 0;
 }
 

@@ -1659,6 +1659,42 @@ static void test_flow_objects(void)
                           VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, NULL, 0, &r),
                      ==, VSRIOV_ADMIN_STATUS_EINVAL);   /* none */
 
+    /* a tagged frame: by a VLAN selector, not by EtherType 0x8100 */
+    {
+        static const uint8_t port[4] = { 0xff, 0xff, 0xff, 0xff };
+        uint8_t eth[14] = { [12] = 0xff, [13] = 0xff };
+        struct vsriov_net_resource_obj_ff_rule h = {
+            .key_length = 18, .action = VSRIOV_NET_FF_ACTION_DROP,
+            .classifier_id = cpu_to_le32(2),
+        };
+        size_t off = 8;
+
+        memset(b, 0, 8);
+        put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_PORT, 0, port, 4);
+        put_sel(b, &off, VSRIOV_NET_FF_MASK_TYPE_ETH, 0, eth, 14);
+        g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                              VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 2, b, off,
+                              &r), ==, VIRTIO_ADMIN_STATUS_OK);
+        memset(b, 0, sizeof(h) + 18);
+        memcpy(b, &h, sizeof(h));
+        stl_le_p(b + sizeof(h), 1);
+        stw_be_p(b + sizeof(h) + 4 + 12, 0x8100);
+        g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                              VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b,
+                              sizeof(h) + 18, &r), ==,
+                         VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        stw_be_p(b + sizeof(h) + 4 + 12, 0x88b5);   /* past the checks */
+        g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE,
+                              VSRIOV_NET_RESOURCE_OBJ_FF_RULE, 0, b,
+                              sizeof(h) + 18, &r), ==,
+                         VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+        g_assert_cmpuint(fobj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY,
+                              VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER, 2, NULL, 0,
+                              &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    }
+
     /* in use: the classifier, the group, the eswitch */
     g_assert_cmpuint(esw_create(&a, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(obj_destroy(&a, VSRIOV_NET_RESOURCE_OBJ_REP, 0, &r), ==,

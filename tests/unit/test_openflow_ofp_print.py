@@ -110,13 +110,16 @@ EXPECTED = {
         "nw_src=10.0.0.0/8,nw_dst=10.1.2.3,tp_src=0x400/0xfc00,tp_dst=80 "
         f"cookie:{rule_cookie(TABLE, 42):#x} reset_counts "
         f"actions=pop_vlan,push_vlan:0x8100,set_field:4296->vlan_vid,output:{VF4_PORT}"),
+    # an EtherType without a VLAN id: untagged frames only (vlan_tci 0/0x1fff)
     "add_rule_udp6_drop": flow_mod(
-        22, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},ipv6_src=fd00::1,"
+        22, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},vlan_tci=0x0000/0x1fff,"
+        "ipv6_src=fd00::1,"
         f"ipv6_dst=fd00::/64,tp_dst=53 cookie:{rule_cookie(TABLE, 43):#x} reset_counts "
         "actions=drop"),
     # a hairpin (OUT = HANDLE): OVS drops output to a frame's own in_port
     "add_rule_hairpin": flow_mod(
-        26, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},ipv6_src=fd00::1,"
+        26, f"ADD table:{TABLE} priority=8,udp6,in_port={VF_PORT},vlan_tci=0x0000/0x1fff,"
+        "ipv6_src=fd00::1,"
         f"ipv6_dst=fd00::/64,tp_dst=53 cookie:{rule_cookie(TABLE, 43):#x} reset_counts "
         "actions=IN_PORT"),
     "delete_rule": delete(23, rule_cookie(TABLE, 42), (1 << 64) - 1, TABLE),

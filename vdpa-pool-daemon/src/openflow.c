@@ -176,6 +176,14 @@ static void put_match(GByteArray *b, const struct vpd_flow *f)
 	if (f && f->vlan_vid) {
 		put_oxm_header(b, OXM_VLAN_VID, false, 2);
 		put16(b, f->vlan_vid | OFPVID_PRESENT);
+	} else if (f && f->eth_type) {
+		/*
+		 * A rule's EtherType without a VLAN id is that of an untagged
+		 * frame (the VIRTIO classifier matches the frame's first 14
+		 * bytes); OVS would match a tagged frame's inner type too.
+		 */
+		put_oxm_header(b, OXM_VLAN_VID, false, 2);
+		put16(b, 0);    /* OFPVID_NONE */
 	}
 	if (f && f->match_ip_proto) {
 		put_oxm_header(b, OXM_IP_PROTO, false, 1);
