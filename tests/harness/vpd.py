@@ -71,7 +71,7 @@ def decode_attrs(data):
             out.append((name, struct.unpack(FMT[name], v)[0]))
         elif name in ("MAC",):
             out.append((name, ":".join(f"{b:02x}" for b in v)))
-        elif name == "HANDOVER":
+        elif name == "HANDOVER" or name.startswith("M_"):
             out.append((name, bytes(v)))
         else:
             out.append((name, v.rstrip(b"\0").decode()))

@@ -29,6 +29,17 @@ GOLDEN = {
     "rep-open": (vpd.REP_OPEN, 12, [("HANDLE", 3)]),
     "rep-close": (vpd.REP_CLOSE, 13, [("HANDLE", 3)]),
     "reply-rep-open": (vpd.REPLY, 12, [("PORT", "vrvpd-sw0-0")]),
+    # a guest's rule: TCP to 10.0.0.2:8080 from VF handle 3, to handle 4
+    "flow-add": (vpd.FLOW_ADD, 14, [
+        ("FLOW_ID", 7), ("PRIORITY", 0xfffe), ("HANDLE", 3),
+        ("M_ETH_DST", bytes([2, 0, 0, 0, 0, 2]) + bytes([0xff] * 6)),
+        ("M_ETH_TYPE", 0x0800), ("M_IP_PROTO", 6),
+        ("M_IPV4_DST", bytes([10, 0, 0, 2, 255, 255, 255, 255])),
+        ("M_L4_DST", bytes([0x1f, 0x90, 0xff, 0xff])), ("OUT", 4),
+        ("VLAN_POP", 1), ("VLAN_PUSH", 100)]),
+    "flow-del": (vpd.FLOW_DEL, 15, [("FLOW_ID", 7)]),
+    "flow-stats": (vpd.FLOW_STATS, 16, [("FLOW_ID", 7)]),
+    "reply-flow-stats": (vpd.REPLY, 16, [("PACKETS", 3), ("BYTES", (1 << 40) + 294)]),
     "error": (vpd.ERROR, 11, [("ERRNO", 28),
                               ("MESSAGE", "pool 'a' has 0 free VF(s), 1 asked")]),
 }

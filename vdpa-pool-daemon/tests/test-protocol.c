@@ -93,6 +93,32 @@ static GBytes *golden_build(const char *name)
 	} else if (!strcmp(name, "reply-rep-open")) {
 		vpd_builder_init(&b, VPD_MSG_REPLY, 12);
 		vpd_put_str(&b, VPD_A_PORT, "vrvpd-sw0-0");
+	} else if (!strcmp(name, "flow-add")) {
+		static const uint8_t dst[12] = { 2, 0, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+		static const uint8_t ip[8] = { 10, 0, 0, 2, 255, 255, 255, 255 };
+		static const uint8_t port[4] = { 0x1f, 0x90, 0xff, 0xff };
+
+		vpd_builder_init(&b, VPD_MSG_FLOW_ADD, 14);
+		vpd_put_u32(&b, VPD_A_FLOW_ID, 7);
+		vpd_put_u16(&b, VPD_A_PRIORITY, 0xfffe);
+		vpd_put_u32(&b, VPD_A_HANDLE, 3);
+		vpd_put_bytes(&b, VPD_A_M_ETH_DST, dst, sizeof(dst));
+		vpd_put_u16(&b, VPD_A_M_ETH_TYPE, 0x0800);
+		vpd_put_u8(&b, VPD_A_M_IP_PROTO, 6);
+		vpd_put_bytes(&b, VPD_A_M_IPV4_DST, ip, sizeof(ip));
+		vpd_put_bytes(&b, VPD_A_M_L4_DST, port, sizeof(port));
+		vpd_put_u32(&b, VPD_A_OUT, 4);
+		vpd_put_u8(&b, VPD_A_VLAN_POP, 1);
+		vpd_put_u16(&b, VPD_A_VLAN_PUSH, 100);
+	} else if (!strcmp(name, "flow-del") || !strcmp(name, "flow-stats")) {
+		bool del = !strcmp(name, "flow-del");
+
+		vpd_builder_init(&b, del ? VPD_MSG_FLOW_DEL : VPD_MSG_FLOW_STATS, del ? 15 : 16);
+		vpd_put_u32(&b, VPD_A_FLOW_ID, 7);
+	} else if (!strcmp(name, "reply-flow-stats")) {
+		vpd_builder_init(&b, VPD_MSG_REPLY, 16);
+		vpd_put_u64(&b, VPD_A_PACKETS, 3);
+		vpd_put_u64(&b, VPD_A_BYTES, (1ull << 40) + 294);
 	} else if (!strcmp(name, "error")) {
 		vpd_builder_init(&b, VPD_MSG_ERROR, 11);
 		vpd_put_u32(&b, VPD_A_ERRNO, 28);
@@ -145,7 +171,7 @@ static void test_golden(void)
 		g_assert_nonnull(msg);
 		n++;
 	}
-	g_assert_cmpuint(n, ==, 9);
+	g_assert_cmpuint(n, ==, 13);
 }
 
 static void test_roundtrip_claim(void)
