@@ -23,7 +23,7 @@ def test_fuzz_daemon_parsers():
     p = subprocess.run([script, str(SECONDS)], capture_output=True, text=True,
                        timeout=SECONDS * 3 + 300)
     assert p.returncode == 0, p.stdout + p.stderr
-    for target in ("protocol", "json", "config", "state"):
+    for target in ("protocol", "json", "config", "state", "rules"):
         m = re.search(rf"^fuzz-{target}: (\d+) inputs in \d+s, cov: \d+, no crash$", p.stdout,
                       re.M)
         assert m and int(m.group(1)) > 1000, p.stdout + p.stderr
