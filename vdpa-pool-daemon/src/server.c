@@ -755,6 +755,44 @@ static bool do_release(struct client *c, const struct vpd_msg *m)
 	return send_all(c, reply, NULL, 0);
 }
 
+/*
+ * An operation that waits for the datapath (SET_ATTRS, REP_*, FLOW_*):
+ * answered within its request, whose handler then returns the outcome,
+ * or later, when the client reads on.
+ */
+struct op_end {
+	bool in_request, answered, ok;
+};
+
+/* @op (its end @end) was answered; @ok: the reply went out.  Frees @op
+ * unless its request's handler is still running. */
+static void op_finish(struct client *c, void *op, struct op_end *end, bool ok)
+{
+	if (end->in_request) {
+		end->answered = true;
+		end->ok = ok;
+		if (c)
+			c->pending = false;
+		return;
+	}
+	g_free(op);
+	if (c)
+		client_answered(c, ok, false);
+}
+
+/* The handler's return once the datapath was asked for @op. */
+static bool op_asked(void *op, struct op_end *end)
+{
+	if (end->answered) {
+		bool ok = end->ok;
+
+		g_free(op);
+		return ok;
+	}
+	end->in_request = false;
+	return true;
+}
+
 /* A SET_ATTRS whose VF's datapath is being changed. */
 struct attrs_op {
 	struct vpd_server *s;
@@ -762,8 +800,7 @@ struct attrs_op {
 	uint32_t seq;
 	struct vpd_entry *e;
 	struct vpd_vf_attrs old;        /* to go back to if the datapath fails */
-	bool in_request;                /* answered from within do_set_attrs */
-	bool answered, ok;
+	struct op_end end;
 };
 
 static void attrs_applied(const GError *error, void *opaque)
@@ -798,16 +835,7 @@ static void attrs_applied(const GError *error, void *opaque)
 			ok = send_all(c, reply, NULL, 0);
 		}
 	}
-	if (op->in_request) {
-		op->answered = true;
-		op->ok = ok;
-		if (c)
-			c->pending = false;
-		return;
-	}
-	g_free(op);
-	if (c)
-		client_answered(c, ok, false);
+	op_finish(c, op, &op->end, ok);
 }
 
 /*
@@ -890,21 +918,14 @@ static bool do_set_attrs(struct client *c, const struct vpd_msg *m)
 	op->seq = m->seq;
 	op->e = e;
 	op->old = old;
-	op->in_request = true;
+	op->end.in_request = true;
 	c->pending = true;
 	/* The vDPA device's MAC first, then the datapath. */
 	if (memcmp(a.mac, old.mac, 6))
 		set_vdpa_mac(c->s, e, a.mac, op);
 	else
 		apply(c->s, e, attrs_applied, op);
-	if (op->answered) {
-		bool ok = op->ok;
-
-		g_free(op);
-		return ok;
-	}
-	op->in_request = false;
-	return true;
+	return op_asked(op, &op->end);
 }
 
 /* A REP_OPEN or REP_CLOSE whose VF's datapath is being changed. */
@@ -915,7 +936,7 @@ struct rep_op {
 	struct vpd_entry *e;
 	int fd;                         /* REP_OPEN: the tap's; -1: a REP_CLOSE */
 	char *port;
-	bool in_request, answered, ok;
+	struct op_end end;
 };
 
 static void rep_applied(const GError *error, void *opaque)
@@ -963,16 +984,7 @@ static void rep_applied(const GError *error, void *opaque)
 		}
 	}
 	g_free(op->port);
-	if (op->in_request) {
-		op->answered = true;
-		op->ok = ok;
-		if (c)
-			c->pending = false;
-		return;
-	}
-	g_free(op);
-	if (c)
-		client_answered(c, ok, false);
+	op_finish(c, op, &op->end, ok);
 }
 
 /* Ask the datapath for op's change; the answer comes now or later. */
@@ -980,17 +992,10 @@ static bool rep_apply(struct client *c, struct rep_op *op)
 {
 	op->s = c->s;
 	op->client = c->id;
-	op->in_request = true;
+	op->end.in_request = true;
 	c->pending = true;
 	apply(c->s, op->e, rep_applied, op);
-	if (op->answered) {
-		bool ok = op->ok;
-
-		g_free(op);
-		return ok;
-	}
-	op->in_request = false;
-	return true;
+	return op_asked(op, &op->end);
 }
 
 /*
@@ -1106,7 +1111,7 @@ struct rule_op {
 	uint32_t id;
 	uint8_t table;
 	bool add;                       /* a FLOW_ADD: undone if OVS refuses it */
-	bool in_request, answered, ok;
+	struct op_end end;
 };
 
 /* The errno of a datapath's failure: a stuck OVS is EAGAIN (try later). */
@@ -1140,16 +1145,7 @@ static void rule_answer(struct rule_op *op, const GError *error, bool counters,
 		reply = vpd_builder_finish(&b);
 		ok = send_all(c, reply, NULL, 0);
 	}
-	if (op->in_request) {
-		op->answered = true;
-		op->ok = ok;
-		if (c)
-			c->pending = false;
-		return;
-	}
-	g_free(op);
-	if (c)
-		client_answered(c, ok, false);
+	op_finish(c, op, &op->end, ok);
 }
 
 static void rule_applied(const GError *error, void *opaque)
@@ -1171,7 +1167,7 @@ static struct rule_op *rule_op_new(struct client *c, const struct vpd_msg *m, ui
 	op->seq = m->seq;
 	op->id = id;
 	op->table = c->rules.table;
-	op->in_request = true;
+	op->end.in_request = true;
 	c->pending = true;
 	return op;
 }
@@ -1179,14 +1175,7 @@ static struct rule_op *rule_op_new(struct client *c, const struct vpd_msg *m, ui
 /* After the datapath was asked: answered already, or later. */
 static bool rule_op_asked(struct rule_op *op)
 {
-	if (op->answered) {
-		bool ok = op->ok;
-
-		g_free(op);
-		return ok;
-	}
-	op->in_request = false;
-	return true;
+	return op_asked(op, &op->end);
 }
 
 /* A refused rule request: logged (at most once in 10 s) and answered. */
