@@ -346,12 +346,15 @@ def test_guest_rules_on_ovs_dpdk(flows_host):
     def fields(match):
         return sorted(match.split(","))
 
-    # the rules at PRIORITY + 1, in_port VF 0's; the VFs' miss flows at 0
+    # the rules at PRIORITY + 1, in_port VF 0's; the VFs' miss flows at 0;
+    # an EtherType without a VLAN id is an untagged frame's (vlan_tci 0)
     f1, f2 = flows[cookie(ta, 1)], flows[cookie(ta, 2)]
+    untagged = "vlan_tci=0x0000/0x1fff"
     assert (f1[0], fields(f1[1]), f1[2]) == (
-        11, ["dl_dst=02:bb:00:00:00:01", "dl_type=0x88b5", "in_port=1"], "output:2"), flows
-    assert (f2[0], fields(f2[1]), f2[2]) == (21, ["dl_type=0x88b6", "in_port=1"], "drop"), \
-        flows
+        11, ["dl_dst=02:bb:00:00:00:01", "dl_type=0x88b5", "in_port=1", untagged],
+        "output:2"), flows
+    assert (f2[0], fields(f2[1]), f2[2]) == (
+        21, ["dl_type=0x88b6", "in_port=1", untagged], "drop"), flows
     assert flows[cookie(ta, 3)][2] == "push_vlan:0x8100,set_field:4246->vlan_vid,output:2", \
         flows
     misses = sorted(v[:3] for v in flows.values() if v[0] == 0)

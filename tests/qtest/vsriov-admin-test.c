@@ -1452,7 +1452,9 @@ static uint16_t fobj(Admin *a, uint16_t opcode, uint16_t type, uint32_t id,
     g_assert_cmpuint(len, <=, 240);
     stw_le_p(d, type);
     stl_le_p(d + 4, id);
-    memcpy(d + 16, data, len);
+    if (len) {
+        memcpy(d + 16, data, len);
+    }
     return run(a, opcode, SELF, 0, d,
                opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY ? 8 : 16 + len,
                r);
