@@ -635,7 +635,8 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
             vsriov_eswitch_cap(vpf->esw, (void *)result);
             rlen = sizeof(struct vsriov_net_eswitch_cap);
         } else if (vpf->flows &&
-                   vsriov_flow_cap_get(vpf->flows, lduw_le_p(data), result)) {
+                   lduw_le_p(data) >= VSRIOV_NET_FF_RESOURCE_CAP &&
+                   lduw_le_p(data) <= VSRIOV_NET_FF_ACTION_CAP) {
             rlen = vsriov_flow_cap_get(vpf->flows, lduw_le_p(data), result);
         } else if (lduw_le_p(data) != VSRIOV_NET_MEMBER_CFG_CAP) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);

@@ -653,20 +653,24 @@ static void call_free(FlowCall *call)
 static void call_done(void *opaque, int ret, uint64_t packets,
                       uint64_t bytes, Error *err);
 
+/* Take rule @pid, which nobody wants, out of @pool's switch again. */
+static void undo_add(VsriovPool *pool, uint32_t pid)
+{
+    FlowCall *del = g_new0(FlowCall, 1);
+
+    del->pool = pool;
+    object_ref(OBJECT(pool));
+    del->op = CALL_DEL;
+    del->pid = pid;
+    /* (a pool with flow_add has flow_del: 1; its answer finds nobody) */
+    vsriov_pool_flow_del(pool, pid, call_done, del, NULL);
+}
+
 /* The answer to a provider call for nobody: whatever it put goes again. */
 static void orphan_done(FlowCall *call, int ret)
 {
-    if (call->op == CALL_ADD || call->op == CALL_RESTORE) {
-        if (!ret) {
-            FlowCall *del = g_new0(FlowCall, 1);
-
-            del->pool = call->pool;
-            object_ref(OBJECT(del->pool));
-            del->op = CALL_DEL;
-            del->pid = call->pid;
-            /* (a pool with flow_add has flow_del: 1) */
-            vsriov_pool_flow_del(del->pool, del->pid, call_done, del, NULL);
-        }
+    if ((call->op == CALL_ADD || call->op == CALL_RESTORE) && !ret) {
+        undo_add(call->pool, call->pid);
     }
     call_free(call);
 }
@@ -726,14 +730,8 @@ static void call_done(void *opaque, int ret, uint64_t packets,
     if (call->done && !call->done(call->opaque, ret, result, rlen) &&
         call->op == CALL_ADD && !ret) {
         /* nobody wants it any more: it goes (the command runs again) */
-        FlowCall *del = g_new0(FlowCall, 1);
-
-        del->pool = call->pool;
-        object_ref(OBJECT(del->pool));
-        del->op = CALL_DEL;
-        del->pid = call->pid;
         rule_free(ft, r);
-        vsriov_pool_flow_del(del->pool, del->pid, call_done, del, NULL);
+        undo_add(call->pool, call->pid);
     }
     call_free(call);
 }
