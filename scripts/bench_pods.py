@@ -5,22 +5,39 @@
 The system of tests/harness/e2e.py (emulated host: OVS-DPDK, the daemon's
 VDUSE VFs; a VM whose PF is a VDUSE port of the same bridge).  A peer
 "host" is a network namespace of the emulated host on an OVS internal port
-of the bridge.  Three paths from a sender to the peer:
+of the bridge.  The paths from a pod to the peer:
 
 - before: a pod in the VM on a veth pair and a Linux bridge over the VM's
   PF (the software networking pods in VMs get today);
+- before-kube: the same with what kube-proxy (iptables mode) and a
+  NetworkPolicy implementation install for 100 services
+  (scripts/kube-iptables-rules); only when the VM's kernel has netfilter
+  and iptables-restore (the test kernel has neither: recorded as skipped,
+  with the reason);
 - after: a pod in the VM on a VF the guest created (VDUSE device, OVS);
 - ideal: a namespace of the emulated host itself on a second internal
-  port (no VM).
+  port (no VM; the VM idles, which measures its idle instructions).
 
-For each: UDP and TCP throughput (tests/traffic, received as the peer
-counted it) and request/response latency at a fixed rate (p50, p99, max),
-ROUNDS times.  Results in $VSRIOV_CACHE/bench/pods.{json,md} and pods.png.
-Under (nested) TCG the absolute figures mean little; the ratios and the
-method are what count (docs/benchmarks.md says how to run it on a host)."""
+Traffic kinds: UDP bulk from the pod (udp-tx, as fast as it can) and to it
+(udp-rx, the peer paced to VSRIOV_BENCH_RX_MBPS), TCP bulk from the pod
+(tcp-tx) and request/response at a fixed rate (rr, p50/p99/max from
+tests/traffic).  Each run is measured over a window of SECS seconds inside
+the stream (from a second after the stream reached the pod's switch port):
+the VM's instructions, user and kernel, counted by QEMU with the insn-count
+plugin (tests/insn-count/), and the frames and bytes on the pod's switch
+port (the VM's PF port, the VF's port, the host namespace's port) in the
+same window, read together by tests/insn-count/insn_read.py in Level 1.
+Instructions per packet divide by the frames of the stream's direction
+(udp-tx and tcp-tx: frames from the pod; udp-rx: frames to it; rr: the
+requests).  ROUNDS times each; results in $VSRIOV_BENCH_OUT (default
+$VSRIOV_CACHE/bench): pods.{json,md}, pods.png (wall clock) and
+pods-insn-KIND.png (instructions per packet).  The instruction counts do
+not depend on the machine's speed; the Mbit/s under nested TCG mean little
+(docs/benchmarks.md)."""
 import json
 import os
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -28,14 +45,24 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 from harness import paths  # noqa: E402
-from harness.e2e import BRIDGE, System  # noqa: E402
+from harness.e2e import BRIDGE, System, l1_path, port_no, vf_port  # noqa: E402
 from harness.vm import L1Host  # noqa: E402
 
 ROUNDS = int(os.environ.get("VSRIOV_BENCH_ROUNDS", "3"))
 SECS = int(os.environ.get("VSRIOV_BENCH_SECS", "8"))
 RR_RATE = int(os.environ.get("VSRIOV_BENCH_RR_RATE", "20"))
+RX_MBPS = float(os.environ.get("VSRIOV_BENCH_RX_MBPS", "1"))
+PATHS = os.environ.get("VSRIOV_BENCH_PATHS", "before,before-kube,after,ideal").split(",")
+KINDS = ("udp-tx", "udp-rx", "tcp-tx", "rr")
 PEER_IP = "10.50.0.100"
 VLAN = 100
+VM = "vm1"
+PLUGIN_SOCK = f"/run/vsriov-{VM}/insn.sock"
+# How long the stream may take to start (a program started in the nested
+# VM took up to a minute on a loaded machine) and, for rr, the client's run
+# beyond the window (it prints its percentiles when it ends by itself).
+LEAD = 60
+RR_LEAD = 12
 
 
 def tool(where):
@@ -44,38 +71,133 @@ def tool(where):
     return "/mnt/tools/traffic" if where == "l2" else "/scratch/tools/traffic"
 
 
+def plugin():
+    """Build the insn-count plugin (incremental); its path in Level 1."""
+    so = subprocess.run([os.path.join(paths.SRC, "tests", "insn-count", "build")], check=True,
+                        capture_output=True, text=True).stdout.strip()
+    return l1_path(so)
+
+
+class CountedSystem(System):
+    """The VM's QEMU loads the insn-count plugin, its socket in the VM's
+    run folder in Level 1."""
+
+    def __init__(self, l1, so):
+        super().__init__(l1)
+        self.so = so
+
+    def vm_args(self, name, pf_vhost, mac):
+        return super().vm_args(name, pf_vhost, mac) + [
+            "-plugin", f"{self.so},sock=/run/vsriov-{name}/insn.sock"]
+
+
+class Path:
+    def __init__(self, name, where, ns, port, ip):
+        self.name, self.where, self.ns, self.port, self.ip = name, where, ns, port, ip
+
+
 class Bench:
     def __init__(self, s):
         self.s, self.l1, self.l2 = s, s.l1, s.l2
 
-    def run_in(self, where, ns, cmd, timeout=300):
-        g = self.l2 if where == "l2" else self.l1
-        return g.check(f"ip netns exec {ns} {cmd}", timeout=timeout)
+    def guest(self, where):
+        return self.l2 if where == "l2" else self.l1
 
-    def sink(self, kind, secs):
-        self.l1.check(f"ip netns exec peer {tool('l1')} {kind}-sink -listen :9000 "
-                      f"-duration {secs}s > /tmp/sink.log 2>&1 & echo $! > /tmp/sink.pid")
-        # Until it listens (a sender of the host itself would be first).
-        self.l1.wait_until("ip netns exec peer ss -Hlnut | grep -q ':9000 '", timeout=60)
+    def bg(self, where, ns, args, tag):
+        """Start the traffic tool in the background in @ns, its output in
+        /tmp/TAG.log, its pid in /tmp/TAG.pid."""
+        self.guest(where).check(f"ip netns exec {ns} {tool(where)} {args} > /tmp/{tag}.log "
+                                f"2>&1 & echo $! > /tmp/{tag}.pid")
 
-    def received(self):
-        self.l1.wait_until("! kill -0 $(cat /tmp/sink.pid) 2>/dev/null", timeout=SECS + 180)
-        m = re.search(r"received (\d+) bytes in ([\d.]+) s", self.l1.check("cat /tmp/sink.log"))
-        return int(m.group(1)) * 8 / max(float(m.group(2)), 0.001) / 1e6
+    def listening(self, where, ns, proto, port):
+        """Until @ns has a socket on @port (Go's are IPv6 where it can)."""
+        hexport = f":{port:04X} "
+        self.guest(where).wait_until(f"ip netns exec {ns} cat /proc/net/{proto} "
+                                     f"/proc/net/{proto}6 2>/dev/null | grep -q '{hexport}'",
+                                     timeout=120)
 
-    def throughput(self, where, ns, kind):
-        self.sink(kind, SECS)
-        extra = "-size 1400 " if kind == "udp" else ""
-        self.run_in(where, ns, f"{tool(where)} {kind}-send -to {PEER_IP}:9000 {extra}"
-                               f"-duration {SECS}s", timeout=SECS + 180)
-        return self.received()
+    def stop(self, where, tag):
+        self.guest(where).run(f"kill $(cat /tmp/{tag}.pid) 2>/dev/null; "
+                              f"while kill -0 $(cat /tmp/{tag}.pid) 2>/dev/null; do sleep 0.2; "
+                              "done", timeout=120)
 
-    def latency(self, where, ns):
-        out = self.run_in(where, ns, f"{tool(where)} rr-client -to {PEER_IP}:9001 "
-                                     f"-rate {RR_RATE} -duration {SECS}s", timeout=SECS + 120)
-        m = re.search(r"rr sent (\d+) lost (\d+) p50 (-?\d+) p99 (-?\d+) max (-?\d+)", out)
-        return {"sent": int(m.group(1)), "lost": int(m.group(2)), "p50_us": int(m.group(3)),
-                "p99_us": int(m.group(4)), "max_us": int(m.group(5))}
+    def counters(self, p):
+        """A Level 1 command printing the path's port counters as OVS's
+        dump-ports does, "rx" being what the pod sent into the switch: the
+        switch's port, or for the host's own namespace (an internal port,
+        whose OVS counters are "?" once moved there) its interface's."""
+        if p.where == "l1":
+            st = f"/sys/class/net/{p.port}/statistics"
+            return (f"ip netns exec {p.ns} sh -c 'echo rx pkts=$(cat {st}/tx_packets), "
+                    f"bytes=$(cat {st}/tx_bytes); echo tx pkts=$(cat {st}/rx_packets), "
+                    f"bytes=$(cat {st}/rx_bytes)'")
+        return f"ovs-ofctl dump-ports {BRIDGE} {port_no(self.l1, p.port)}"
+
+    def frames(self, cmd, direction):
+        out = self.l1.check(cmd)
+        return int(re.search(rf"{direction} pkts=(\d+)", out).group(1))
+
+    def run(self, p, kind):
+        """One stream of @kind on path @p; its window's figures."""
+        cmd = self.counters(p)
+        long_ = SECS + LEAD
+        if kind == "udp-tx":
+            self.bg("l1", "peer", f"udp-sink -listen :9000 -duration {long_}s", "sink")
+            self.listening("l1", "peer", "udp", 9000)
+            send = (p.where, p.ns, f"udp-send -to {PEER_IP}:9000 -size 1400 -duration {long_}s")
+            direction = "rx"        # (OVS's rx: from the pod into the switch)
+        elif kind == "udp-rx":
+            self.bg(p.where, p.ns, f"udp-sink -listen :9000 -duration {long_}s", "sink")
+            self.listening(p.where, p.ns, "udp", 9000)
+            send = ("l1", "peer", f"udp-send -to {p.ip}:9000 -size 1400 -mbps {RX_MBPS} "
+                                  f"-duration {long_}s")
+            direction = "tx"
+        elif kind == "tcp-tx":
+            self.bg("l1", "peer", f"tcp-sink -listen :9000 -duration {long_}s", "sink")
+            self.listening("l1", "peer", "tcp", 9000)
+            send = (p.where, p.ns, f"tcp-send -to {PEER_IP}:9000 -duration {long_}s")
+            direction = "rx"
+        else:
+            send = (p.where, p.ns, f"rr-client -to {PEER_IP}:9001 -rate {RR_RATE} "
+                                   f"-duration {SECS + RR_LEAD}s")
+            direction = "rx"
+        base = self.frames(cmd, direction)
+        self.bg(*send, "send")
+        # The window opens a second after the stream reached the port.
+        self.l1.wait_until(f"test $({cmd} | sed -n 's/.*{direction} pkts=\\([0-9]*\\).*/\\1/p') "
+                           f"-ge {base + 5}", timeout=LEAD, interval=0.5)
+        out = self.l1.check(f"sleep 1; python3 /src/tests/insn-count/insn_read.py {PLUGIN_SOCK} "
+                            f"--window {SECS} --with {shlex.quote(cmd)}", timeout=SECS + 120)
+        a, b = json.loads(out)
+        # The stream ran through the window (the sender still runs).
+        sender = send[0]
+        alive = self.guest(sender).run("kill -0 $(cat /tmp/send.pid)").status == 0
+        r = {"secs": b["time"] - a["time"], "user": b["user"] - a["user"],
+             "kernel": b["kernel"] - a["kernel"], "through_window": alive}
+        for d in ("rx", "tx"):
+            ca = re.search(rf"{d} pkts=(\d+), bytes=(\d+)", a["with"])
+            cb = re.search(rf"{d} pkts=(\d+), bytes=(\d+)", b["with"])
+            r[f"{d}_pkts"] = int(cb.group(1)) - int(ca.group(1))
+            r[f"{d}_bytes"] = int(cb.group(2)) - int(ca.group(2))
+        r["packets"] = r[f"{direction}_pkts"]
+        r["mbps"] = r[f"{direction}_bytes"] * 8 / r["secs"] / 1e6
+        if kind == "rr":
+            g = self.guest(sender)
+            g.wait_until("! kill -0 $(cat /tmp/send.pid) 2>/dev/null", timeout=RR_LEAD + 180)
+            m = re.search(r"rr sent (\d+) lost (\d+) p50 (-?\d+) p99 (-?\d+) max (-?\d+)",
+                          g.check("cat /tmp/send.log"))
+            r.update({"sent": int(m.group(1)), "lost": int(m.group(2)),
+                      "p50_us": int(m.group(3)), "p99_us": int(m.group(4)),
+                      "max_us": int(m.group(5))})
+        else:
+            self.stop(sender, "send")
+            self.stop("l1" if kind != "udp-rx" else p.where, "sink")
+        per = r["packets"] or 1
+        print(f"bench-pods: {p.name} {kind}: {r['packets']} packets in {r['secs']:.1f} s, "
+              f"{r['user'] / per:.0f} user + {r['kernel'] / per:.0f} kernel instructions "
+              f"per packet{'' if alive else ' (the stream ended inside the window)'}",
+              flush=True)
+        return r
 
 
 def setup_peer(l1):
@@ -107,38 +229,73 @@ def setup_vm_paths(s):
     l2.wait_until("ip -n vf link show net1 | grep -q LOWER_UP", timeout=60)
 
 
+def kube_missing(l2):
+    """Why the VM cannot run the before-kube path, or None: its kernel's
+    netfilter (iptables' tables, the bridge's calls into them) and an
+    iptables-restore."""
+    r = l2.run("test -e /proc/net/ip_tables_names && "
+               "test -e /proc/sys/net/bridge/bridge-nf-call-iptables && "
+               "command -v iptables-restore")
+    if r.status != 0:
+        return ("the VM's kernel has no netfilter (no /proc/net/ip_tables_names or "
+                "bridge-nf-call-iptables) or no iptables-restore: the test kernel "
+                "(scripts/guest/test-kernel.config) is built without them")
+    return None
+
+
+def setup_kube(l2):
+    """kube-proxy's and the policy's rules (scripts/kube-iptables-rules)
+    for the before path's pod, bridged frames through iptables."""
+    rules = subprocess.run([os.path.join(paths.SRC, "scripts", "kube-iptables-rules"),
+                            "--pod-ip", "10.50.0.2", "--pod-if", "vbr"], check=True,
+                           capture_output=True, text=True).stdout
+    l2.check(f"cat > /tmp/kube.rules <<'EOF'\n{rules}EOF\n"
+             "iptables-restore < /tmp/kube.rules && "
+             "echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables", timeout=300)
+
+
 def main():
-    out_dir = os.path.join(paths.CACHE, "bench")
+    out_dir = os.environ.get("VSRIOV_BENCH_OUT", os.path.join(paths.CACHE, "bench"))
     os.makedirs(out_dir, exist_ok=True)
     art = paths.ARTIFACTS
+    so = plugin()
     l1 = L1Host("l1", art)
     l1.start(boot_timeout=300)
-    results = {"paths": {}, "rounds": ROUNDS, "secs": SECS, "rr_rate": RR_RATE}
+    results = {"paths": {}, "skipped": {}, "rounds": ROUNDS, "secs": SECS,
+               "rr_rate": RR_RATE, "rx_mbps": RX_MBPS}
     try:
-        s = System(l1)
+        s = CountedSystem(l1, so)
         s.start_host()
-        s.start_vm()
+        s.start_vm(VM)
         setup_peer(l1)
         setup_vm_paths(s)
         b = Bench(s)
-        paths_ = [("before", "l2", "br"), ("after", "l2", "vf"), ("ideal", "l1", "l1pod")]
-        for name, where, ns in paths_:
+        all_paths = {"before": Path("before", "l2", "br", f"{VM}-pf", "10.50.0.2"),
+                     "before-kube": Path("before-kube", "l2", "br", f"{VM}-pf", "10.50.0.2"),
+                     "after": Path("after", "l2", "vf", vf_port(0), "10.50.0.1"),
+                     "ideal": Path("ideal", "l1", "l1pod", "l1pod0", "10.50.0.50")}
+        for name in PATHS:
+            p = all_paths[name]
+            if name == "before-kube":
+                why = kube_missing(s.l2)
+                if why:
+                    results["skipped"][name] = why
+                    print(f"bench-pods: {name} skipped: {why}", flush=True)
+                    continue
+                setup_kube(s.l2)
             # The PF (untagged) reaches the peer only when the peer is untagged.
-            tag = "[]" if name == "before" else str(VLAN)
-            l1.check(f"ovs-vsctl set Port peer0 tag={tag}" if tag != "[]" else
-                     "ovs-vsctl clear Port peer0 tag")
+            if name.startswith("before"):
+                l1.check("ovs-vsctl clear Port peer0 tag")
+            else:
+                l1.check(f"ovs-vsctl set Port peer0 tag={VLAN}")
             l1.check(f"ovs-vsctl set Port l1pod0 tag={VLAN}")
-            ok = b.run_in(where, ns, f"ping -c 3 -W 5 {PEER_IP}", timeout=120)
+            ok = b.guest(p.where).check(f"ip netns exec {p.ns} ping -c 3 -W 5 {PEER_IP}",
+                                        timeout=120)
             assert " 0% packet loss" in ok, ok
-            r = {"udp_mbps": [], "tcp_mbps": [], "rr": []}
-            for _ in range(ROUNDS):
-                r["udp_mbps"].append(b.throughput(where, ns, "udp"))
-                r["tcp_mbps"].append(b.throughput(where, ns, "tcp"))
-                r["rr"].append(b.latency(where, ns))
-            results["paths"][name] = r
-            print(f"bench-pods: {name}: UDP {statistics.median(r['udp_mbps']):.2f} Mbit/s, "
-                  f"TCP {statistics.median(r['tcp_mbps']):.2f} Mbit/s, p50 "
-                  f"{statistics.median(x['p50_us'] for x in r['rr'])} us", flush=True)
+            results["paths"][name] = {k: [b.run(p, k) for _ in range(ROUNDS)] for k in KINDS}
+            # (what was measured so far, should a later path fail)
+            with open(os.path.join(out_dir, "pods.json"), "w") as f:
+                json.dump(results, f, indent=1)
         s.stop()
     finally:
         l1.stop()
@@ -146,33 +303,75 @@ def main():
 
 
 def med(xs):
-    return statistics.median(xs)
+    return statistics.median(list(xs))
+
+
+def per_packet(runs, what):
+    """Instructions (@what: user, kernel, total) per packet of each run."""
+    return [(r["user"] + r["kernel"] if what == "total" else r[what]) / max(r["packets"], 1)
+            for r in runs]
+
+
+def spread(xs):
+    """(max - min) / median, as a fraction."""
+    m = med(xs)
+    return (max(xs) - min(xs)) / m if m else 0.0
 
 
 def write(out_dir, results):
     with open(os.path.join(out_dir, "pods.json"), "w") as f:
         json.dump(results, f, indent=1)
     P = results["paths"]
-    rows = []
-    for name in ("before", "after", "ideal"):
-        r = P[name]
-        rows.append((name, med(r["udp_mbps"]), med(r["tcp_mbps"]),
-                     med(x["p50_us"] for x in r["rr"]), med(x["p99_us"] for x in r["rr"]),
-                     max(x["max_us"] for x in r["rr"]),
-                     sum(x["lost"] for x in r["rr"])))
-    lines = [f"Pod networking, {results['rounds']} rounds of {results['secs']} s, "
-             f"request/response at {results['rr_rate']}/s (medians; max over rounds)", "",
-             "| path | UDP Mbit/s | TCP Mbit/s | RR p50 us | RR p99 us | RR max us | lost |",
+    names = list(P)
+    lines = [f"Pod networking, {results['rounds']} rounds, windows of {results['secs']} s; "
+             f"udp-rx paced at {results['rx_mbps']} Mbit/s, rr at {results['rr_rate']}/s", "",
+             "Guest instructions per packet (rr: per transaction), counted by QEMU "
+             "(median of the rounds; spread = (max - min) / median)", "",
+             "| path | kind | packets | user | kernel | total | spread |",
              "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append("| {} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {} | {} |".format(*row))
-    b, a = rows[0], rows[1]
-    lines += ["", f"after/before: UDP {a[1] / b[1]:.2f}x, TCP {a[2] / b[2]:.2f}x, "
-              f"p99 {a[4] / b[4]:.2f}x, max {a[5] / max(b[5], 1):.2f}x"]
+    for name in names:
+        if name == "ideal":     # (no VM on the path)
+            continue
+        for kind in KINDS:
+            runs = P[name][kind]
+            tot = per_packet(runs, "total")
+            lines.append(f"| {name} | {kind} | {med(r['packets'] for r in runs):.0f} | "
+                         f"{med(per_packet(runs, 'user')):.0f} | "
+                         f"{med(per_packet(runs, 'kernel')):.0f} | {med(tot):.0f} | "
+                         f"{100 * spread(tot):.1f}% |")
+    if "ideal" in P:
+        idle = [(r["user"] + r["kernel"]) / r["secs"] for k in KINDS for r in P["ideal"][k]]
+        lines += ["", f"The VM idle (while the ideal path ran): {med(idle):.0f} "
+                      f"instructions/s (min {min(idle):.0f}, max {max(idle):.0f})"]
+    for base in ("before-kube", "before"):
+        if base in P and "after" in P:
+            lines += ["", f"{base}/after, instructions per packet: " + ", ".join(
+                f"{k} {med(per_packet(P[base][k], 'total')) / med(per_packet(P['after'][k], 'total')):.2f}x"
+                for k in KINDS)]
+    for name, why in results["skipped"].items():
+        lines += ["", f"{name}: skipped: {why}"]
+    lines += ["", "Wall clock (nested TCG: not the paper's comparison), medians; "
+                  "Mbit/s of frames on the pod's switch port in the window", "",
+              "| path | UDP tx Mbit/s | UDP rx Mbit/s | TCP tx Mbit/s | RR p50 us | RR p99 us | "
+              "RR max us | lost |", "|---|---|---|---|---|---|---|---|"]
+    rows = []
+    for name in names:
+        r = P[name]
+        rows.append((name, med(x["mbps"] for x in r["udp-tx"]),
+                     med(x["mbps"] for x in r["udp-rx"]), med(x["mbps"] for x in r["tcp-tx"]),
+                     med(x["p50_us"] for x in r["rr"]), med(x["p99_us"] for x in r["rr"]),
+                     max(x["max_us"] for x in r["rr"]), sum(x["lost"] for x in r["rr"])))
+        lines.append("| {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {} | {} |".format(
+            *rows[-1]))
+    short = [name for name in names for k in KINDS for r in P[name][k]
+             if not r["through_window"]]
+    if short:
+        lines += ["", f"Windows the stream did not fill (the sender had ended): {short}"]
     with open(os.path.join(out_dir, "pods.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
     plot(out_dir, rows)
+    plot_insns(out_dir, results)
 
 
 def two_panels(path, titles, series, suptitle, xlabel="enabled VFs"):
@@ -209,24 +408,68 @@ def pyplot():
 
 
 def plot(out_dir, rows):
-    """pods.png"""
+    """pods.png: the wall-clock figures"""
     plt = pyplot()
     names = [r[0] for r in rows]
+    colors = [COLORS.get(n, "#777") for n in names]
     fig, ax = plt.subplots(1, 3, figsize=(12, 3.8))
-    ax[0].bar(names, [r[1] for r in rows], color=["#999", "#2a7", "#36c"])
-    ax[0].set_title("UDP throughput (Mbit/s)")
-    ax[1].bar(names, [r[2] for r in rows], color=["#999", "#2a7", "#36c"])
-    ax[1].set_title("TCP throughput (Mbit/s)")
     x = range(len(names))
-    ax[2].bar([i - 0.2 for i in x], [r[3] / 1000 for r in rows], 0.4, label="p50")
-    ax[2].bar([i + 0.2 for i in x], [r[4] / 1000 for r in rows], 0.4, label="p99")
+    ax[0].bar([i - 0.2 for i in x], [r[1] for r in rows], 0.4, color=colors, label="UDP tx")
+    ax[0].bar([i + 0.2 for i in x], [r[2] for r in rows], 0.4, color=colors, alpha=0.5,
+              label="UDP rx (paced)")
+    ax[0].set_xticks(list(x), names)
+    ax[0].set_title("UDP (Mbit/s)")
+    ax[0].legend(fontsize=7)
+    ax[1].bar(names, [r[3] for r in rows], color=colors)
+    ax[1].set_title("TCP tx (Mbit/s)")
+    ax[2].bar([i - 0.2 for i in x], [r[4] / 1000 for r in rows], 0.4, label="p50")
+    ax[2].bar([i + 0.2 for i in x], [r[5] / 1000 for r in rows], 0.4, label="p99")
     ax[2].set_xticks(list(x), names)
     ax[2].set_title("request/response RTT (ms)")
     ax[2].legend()
-    fig.suptitle("pods in a VM: before (bridge+veth over the PF), after (VF), ideal (host); "
-                 "nested TCG", fontsize=9)
+    fig.suptitle("pods in a VM, wall clock under nested TCG (not the paper's comparison: "
+                 "see the instruction counts)", fontsize=9)
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "pods.png"), dpi=100)
+    plt.close(fig)
+
+
+COLORS = {"before-kube": "#666", "before": "#999", "after": "#2a7", "ideal": "#36c"}
+TITLES = {"udp-tx": "UDP bulk from the pod, per datagram",
+          "udp-rx": "UDP bulk to the pod, per datagram",
+          "tcp-tx": "TCP bulk from the pod, per data segment",
+          "rr": "request/response, per transaction"}
+
+
+def plot_insns(out_dir, results):
+    """pods-insn-KIND.png: the VM's instructions per packet, user and
+    kernel stacked, per path (the ideal path has no VM in it), with the
+    rounds' range."""
+    plt = pyplot()
+    P = results["paths"]
+    names = [n for n in P if n != "ideal"]
+    for kind in KINDS:
+        fig, ax = plt.subplots(figsize=(5.5, 3.8))
+        user = [med(per_packet(P[n][kind], "user")) for n in names]
+        kern = [med(per_packet(P[n][kind], "kernel")) for n in names]
+        tot = [per_packet(P[n][kind], "total") for n in names]
+        ax.bar(names, kern, color=[COLORS.get(n, "#777") for n in names], label="kernel")
+        ax.bar(names, user, bottom=kern, color="#fc6", label="user")
+        mid = [med(t) for t in tot]
+        ax.errorbar(names, mid, yerr=[[m - min(t) for m, t in zip(mid, tot)],
+                                      [max(t) - m for m, t in zip(mid, tot)]],
+                    fmt="none", ecolor="black", capsize=4)
+        for i, m in enumerate(mid):
+            ax.annotate(f"{m / 1000:.1f}k", (i, m), ha="center", va="bottom", fontsize=8,
+                        xytext=(0, 6), textcoords="offset points")
+        ax.set_ylabel("guest instructions")
+        ax.set_title(TITLES[kind], fontsize=9)
+        ax.legend(fontsize=7)
+        fig.suptitle(f"{results['rounds']} rounds of {results['secs']} s windows, "
+                     "counted by QEMU (insn-count)", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, f"pods-insn-{kind}.png"), dpi=100)
+        plt.close(fig)
 
 
 if __name__ == "__main__":
