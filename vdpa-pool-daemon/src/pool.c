@@ -291,17 +291,26 @@ static bool invalid(GError **error, const char *fmt, ...)
  *   name is the client's word: the pool's uids are trusted not to borrow
  *   another VM's (docs/daemon-config.md).
  */
+static bool same_owner(const struct vpd_entry *e, const struct vpd_entry *o)
+{
+	return e->uid == o->uid && e->owner && o->owner && *e->owner &&
+	       !strcmp(e->owner, o->owner);
+}
+
 static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o,
 		    uint64_t handover_from)
 {
-	if (o->pool != e->pool || !e->claimed || !o->claimed || e->client == o->client)
+	if (o->pool != e->pool || !e->claimed || !o->claimed)
+		return false;
+	if (handover_from == VPD_HANDOVER_RESTORED)
+		return e->pool->mac_handover != VPD_HANDOVER_NO && same_owner(e, o);
+	if (e->client == o->client)
 		return false;
 	switch (e->pool->mac_handover) {
 	case VPD_HANDOVER_TOKEN:
 		return handover_from && o->client == handover_from;
 	case VPD_HANDOVER_SAME_OWNER:
-		return e->uid == o->uid && e->owner && o->owner && *e->owner &&
-		       !strcmp(e->owner, o->owner);
+		return same_owner(e, o);
 	case VPD_HANDOVER_NO:
 		break;
 	}

@@ -117,8 +117,13 @@ unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
  * client @handover_from (whose hand-over token the request showed; 0:
  * none); with "same-owner", between VFs that one uid claimed under one
  * owner name.  A free VF whose own MAC another VF uses is not offered
- * until it is let go.
+ * until it is let go.  @handover_from VPD_HANDOVER_RESTORED: the daemon
+ * restores claims from its own records, and VFs that one uid claimed under
+ * one owner name are one VM's in any pool with mac-handover (the daemon
+ * checked the hand-over when it took it; the records keep no token, and
+ * a migration's source may still hold the MAC in them).
  */
+#define VPD_HANDOVER_RESTORED UINT64_MAX
 bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
 			      uint64_t client, const struct vpd_vf_attrs *attrs,
 			      uint64_t handover_from, GError **error);

@@ -241,7 +241,12 @@ static void forget_claim(struct vpd_entry *e)
 	vpd_entry_default_attrs(e, &e->attrs);
 }
 
-/* Mark the VF claimed as the record says; attributes re-checked against today's policy. */
+/*
+ * Mark the VF claimed as the record says; attributes re-checked against
+ * today's policy, a MAC handed over between one VM's VFs included (the
+ * records come in the order the daemon wrote them, so a migration's
+ * source may still hold the MAC its destination took).
+ */
 static void apply_claim(struct load *ld, const struct record *r, const char *where)
 {
 	struct vpd_entry *e = find_entry(ld->pools, r->pool, r->vf);
@@ -263,7 +268,7 @@ static void apply_claim(struct load *ld, const struct record *r, const char *whe
 	e->pid = r->pid;
 	e->start_time = r->start_time;
 	e->owner = g_strdup(r->owner);
-	if (!vpd_pools_set_attrs(ld->pools, e, 0, &r->a, &err)) {
+	if (!vpd_pools_set_attrs_from(ld->pools, e, 0, &r->a, VPD_HANDOVER_RESTORED, &err)) {
 		g_warning("%s: %s; the VF keeps its defaults", where, err->message);
 		g_error_free(err);
 	}

@@ -5,7 +5,7 @@
  * boot, pid and start time); format 1 files are read and their claims
  * released; files that are not state files are refused (and moved aside
  * by vpd_state_open); journal records cut short or damaged are ignored
- * and never merge with the next.
+ * and never merge with the next; a MAC a migration handed over comes back.
  */
 #include "state.h"
 #include "proc.h"
@@ -17,7 +17,8 @@
 static const char *conf =
 	"[pf pf0]\nnum-vfs = 16\n[pf pf1]\nnum-vfs = 2\n"
 	"[pool a]\npf = pf0\nvfs = 0-3\nvlans = 100-199\nmac-policy = any\n"
-	"[pool b]\npf = pf1\nvfs = 0-1\nmac-policy = any\n";
+	"[pool b]\npf = pf1\nvfs = 0-1\nmac-policy = any\n"
+	"[pool c]\npf = pf0\nvfs = 4-7\nmac-policy = any\nmac-handover = token\n";
 
 #define BOOT "be69aea7-a93a-4d22-8b5a-e15cb451e3a5"
 #define OTHER_BOOT "0f0e0d0c-0b0a-4909-8807-060504030201"
@@ -99,6 +100,17 @@ static char *claim(const char *pool, unsigned vf, const char *pf, pid_t pid, gui
 			       "qos=0\nvlan-proto=33024\nspoofchk=true\ntrust=false\nlink-state=0\n"
 			       "min-tx-rate=0\nmax-tx-rate=0\n\n", pool, vf, pf, vf, (int)pid,
 			       start, pool[0], vf + 1);   /* a MAC of its own */
+}
+
+/* A claim group of format 2 with an owner and a MAC of the test's. */
+static char *claim_as(const char *pool, unsigned vf, pid_t pid, guint64 start,
+		      const char *owner, const char *mac)
+{
+	return g_strdup_printf("[claim %s %u]\npf=pf0\nowner=%s\nuid=0\npid=%d\n"
+			       "start-time=%" G_GUINT64_FORMAT "\nmac=%s\nvlan=0\n"
+			       "qos=0\nvlan-proto=33024\nspoofchk=true\ntrust=false\nlink-state=0\n"
+			       "min-tx-rate=0\nmax-tx-rate=0\n\n", pool, vf, owner, (int)pid, start,
+			       mac);
 }
 
 static char *snapshot(const char *boot, const char *claims)
@@ -222,6 +234,41 @@ static void test_other_boot(struct fixture *f, gconstpointer data)
 	g_assert_false(entry(f, "a", 0)->claimed);
 	g_assert_cmpuint(f->report.released, ==, 1);
 	g_assert_cmpuint(g_hash_table_size(f->report.in_use), ==, 0);
+}
+
+/*
+ * A MAC that a VM's migration handed over (its source's VF and its
+ * destination's, one owner name) comes back with both claims, in a pool
+ * with mac-handover, whichever record comes first; another VM's VF with
+ * that MAC, or one VM's two VFs in a pool without mac-handover, keep
+ * their defaults.
+ */
+static void test_handed_over_mac(struct fixture *f, gconstpointer data)
+{
+	static const uint8_t mac[6] = { 2, 0, 0, 0, 0xc, 1 };
+	g_autofree char *dst = claim_as("c", 6, f->pid, f->start, "vm-x", "02:00:00:00:0c:01");
+	g_autofree char *src = claim_as("c", 4, f->pid, f->start, "vm-x", "02:00:00:00:0c:01");
+	g_autofree char *other = claim_as("c", 7, f->pid, f->start, "vm-y", "02:00:00:00:0c:01");
+	g_autofree char *a0 = claim_as("a", 0, f->pid, f->start, "vm-z", "02:00:00:00:0a:09");
+	g_autofree char *a1 = claim_as("a", 1, f->pid, f->start, "vm-z", "02:00:00:00:0a:09");
+	g_autofree char *all = g_strconcat(dst, src, other, a0, a1, NULL);
+	g_autofree char *snap = snapshot(BOOT, all);
+	g_autoptr(GError) err = NULL;
+
+	(void)data;
+	g_test_expect_message(NULL, G_LOG_LEVEL_WARNING, "*[claim c 7]: MAC 02:00:00:00:0c:01 "
+			      "is in use by another VF; the VF keeps its defaults");
+	g_test_expect_message(NULL, G_LOG_LEVEL_WARNING, "*[claim a 1]: MAC 02:00:00:00:0a:09 "
+			      "is in use by another VF; the VF keeps its defaults");
+	g_assert_true(parse(f, snap, -1, NULL, &err));
+	g_assert_no_error(err);
+	g_test_assert_expected_messages();
+	g_assert_cmpuint(f->report.restored, ==, 5);
+	g_assert_cmpmem(entry(f, "c", 4)->attrs.mac, 6, mac, 6);
+	g_assert_cmpmem(entry(f, "c", 6)->attrs.mac, 6, mac, 6);
+	g_assert_true(entry(f, "c", 7)->claimed);
+	g_assert_cmpmem(entry(f, "c", 7)->attrs.mac, 6, entry(f, "c", 7)->default_mac, 6);
+	g_assert_cmpmem(entry(f, "a", 1)->attrs.mac, 6, entry(f, "a", 1)->default_mac, 6);
 }
 
 /* A claim of a VF no pool has: dropped, but it counts while its process runs. */
@@ -453,6 +500,7 @@ int main(int argc, char **argv)
 	ADD("claimants", test_claimants);
 	ADD("other-boot", test_other_boot);
 	ADD("stray-claims", test_stray_claims);
+	ADD("handed-over-mac", test_handed_over_mac);
 	ADD("format-1", test_format_1);
 	ADD("invalid", test_invalid);
 	ADD("journal", test_journal);
