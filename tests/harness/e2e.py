@@ -17,7 +17,8 @@ from .vm import NestedGuest
 
 BRIDGE = "br-vsriov"
 # The guest gives its pods' VFs MACs of its own (mac-policy = any; the
-# daemon's default, locked, would refuse them).  The pools' VLANs are
+# daemon's default, locked, would refuse them); a migration's destination
+# takes them over with the source's token (mac-handover, QEMU's handover).  The pools' VLANs are
 # disjoint: the daemon refuses pools that share one on its bridge.
 CONF = f"""[daemon]
 socket = /run/vpd/api.sock
@@ -33,6 +34,7 @@ vfs = 0-3
 allow-uids = 0
 vlans = 100-199
 mac-policy = any
+mac-handover = token
 [pool tenant-b]
 pf = sw0
 vfs = 4-5
@@ -193,7 +195,7 @@ class System:
                 "-netdev", ("user,id=pfnet" if self.eswitch else
                             f"vhost-vdpa,vhostdev={pf_vhost},id=pfnet"),
                 "-object", f"vsriov-daemon-pool,id=p0,socket=/run/vpd/api.sock,"
-                           f"pool={self.pool},count={self.count},lazy=on",
+                           f"pool={self.pool},count={self.count},lazy=on,handover=on",
                 "-device", "pcie-root-port,id=rp0,chassis=1",
                 "-device", "virtio-net-pci,bus=rp0,id=pf0,netdev=pfnet,sriov-pool=p0,"
                            f"mac={mac},romfile=" +
@@ -213,7 +215,7 @@ class System:
         # The share is unmounted after (virtio-9p blocks migration while
         # mounted).
         self.l2.check("mkdir -p /mnt/tools /tmp/tools.9p && "
-                      "mount -t 9p -o trans=virtio,version=9p2000.L tools /tmp/tools.9p && "
+                      "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 tools /tmp/tools.9p && "
                       "cp /tmp/tools.9p/* /mnt/tools/ && umount /tmp/tools.9p", timeout=300)
         self.pf = self.l2.check("for d in /sys/bus/pci/devices/*; do "
                                 "[ -f $d/sriov_totalvfs ] && basename $d && break; done"

@@ -38,11 +38,11 @@ import time
 
 import pytest
 
-from harness.agent import AgentError
 from harness.e2e import (System, daemon_binary, drop_count, port_flows, port_no, port_stats,
                          qos_drops, start_daemon, stop_daemon, trace, vf_port)
 from system.test_l0_k8s_plugins import ENV, RESOURCE, SESSION, doc_block
 from system.test_l0_k8s_plugins import plugins  # noqa: F401 (a fixture)
+from system.test_l0_migration import pings_across, start_pings
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -55,6 +55,11 @@ PODS = {
     "d": (3, "02:00:00:00:0a:04", 100, "10.40.0.4/24"),
 }
 FORGED_MAC = "02:00:00:00:0a:99"
+# The migration's pings (every 0.1 s): more than it takes under nested TCG.
+MIGRATION_PINGS = 600
+# The destination acknowledges the switch-over once its VFs are claimed.
+MIGRATION_CAPS = {"capabilities": [{"capability": c, "state": True}
+                                   for c in ("return-path", "switchover-ack")]}
 
 
 @pytest.fixture(scope="module")
@@ -296,7 +301,16 @@ def test_daemon_restart_does_not_stop_a_stream(pods, signal):
     reaches the new daemon."""
     s = pods
     l1, l2 = s.l1, s.l2
-    l2.check("ip netns exec a ping -i 1 -c 40 -W 2 10.40.0.2 > /tmp/stream.log 2>&1 & "
+    replies = "grep -c 'bytes from' /tmp/stream.log"
+
+    def more_replies():
+        """Wait for the stream's replies to grow past what they are now."""
+        l2.check(f"{replies} > /tmp/stream.mark || true")
+        l2.wait_until(f"test $({replies}) -gt $(cat /tmp/stream.mark)", timeout=60)
+
+    # (a stream without an end: it is stopped below, once the daemon is
+    # back and replies come after it)
+    l2.check("ip netns exec a ping -i 0.2 10.40.0.2 > /tmp/stream.log 2>&1 & "
              "echo $! > /tmp/stream.pid")
     l2.wait_until("grep -q 'bytes from' /tmp/stream.log", timeout=60)
     if signal == "TERM":
@@ -304,19 +318,20 @@ def test_daemon_restart_does_not_stop_a_stream(pods, signal):
     else:
         l1.check("kill -KILL $(cat /tmp/vpd.pid)")
         l1.wait_until("! kill -0 $(cat /tmp/vpd.pid) 2>/dev/null", timeout=60)
-    # The stream still flows with no daemon at all.
-    l2.check("grep -c 'bytes from' /tmp/stream.log > /tmp/stream.mark")
-    l2.wait_until("test $(grep -c 'bytes from' /tmp/stream.log) -gt $(cat /tmp/stream.mark)",
-                  timeout=60)
+    # The stream still flows with no daemon at all, and after its restart.
+    more_replies()
     start_daemon(l1, daemon_binary())
-    l2.wait_until("! kill -0 $(cat /tmp/stream.pid) 2>/dev/null", timeout=300)
+    more_replies()
+    l2.check("kill -INT $(cat /tmp/stream.pid)")
+    l2.wait_until("! kill -0 $(cat /tmp/stream.pid) 2>/dev/null", timeout=60)
     out = l2.check("cat /tmp/stream.log")
     m = re.search(r"(\d+) packets transmitted, (\d+) packets received", out)
     assert m, out
     sent, got = int(m.group(1)), int(m.group(2))
     print(f"daemon SIG{signal} and restart during a stream: {sent - got} of {sent} "
           "packets lost")
-    assert sent == 40 and got >= sent - 2, out
+    # (the request in flight when the stream was stopped may go unanswered)
+    assert sent >= 3 and got >= sent - 2, out
     # QEMU's next request reaches the restarted daemon (it connects again
     # and gets its VFs back): the guest changes a VF's VLAN.
     vf = PODS["c"][0]
@@ -507,15 +522,18 @@ def test_stuck_daemon_at_vf_enable(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
 
 
-def test_vm_on_vduse_ports_cannot_migrate_and_says_why(system):
-    """Live migration (issue 18) of this VM, whose PF and VFs are vhost-vdpa
-    devices on OVS-DPDK's VDUSE ports, to a destination QEMU in the same
-    emulated host (its PF on a VDUSE port of its own, its VFs from the
-    daemon's same pool): QEMU refuses it at once and says why.  QEMU
-    migrates a vhost-vdpa device through shadow virtqueues, which do not
-    support a feature these devices offer (VIRTIO_NET_F_GSO, bit 6, which
-    DPDK's VDUSE devices offer).  The VM runs on as it was: its pods ping,
-    its VFs' ports keep their VLAN, and the destination held no VF."""
+def test_vm_on_vduse_ports_migrates_with_its_pods(system):
+    """Live migration of this VM, whose PF and VFs are vhost-vdpa devices on
+    OVS-DPDK's VDUSE ports, to a destination QEMU in the same emulated host
+    (its PF on a VDUSE port of its own, its VFs claimed from the daemon's
+    same pool, the VFs' MACs handed over with the source's token), while
+    pod a pings pod b through the switch.  QEMU moves the devices through
+    shadow virtqueues, which accept the VIRTIO_NET_F_GSO these devices
+    offer (qemu-patches/0018).  No more pings are lost than the measured
+    downtime explains; on the destination the pods' VF ports carry the
+    VLAN the guest set, the source's VFs go back to the pool and their
+    ports to VLAN 4095 (nothing passes), and a restart of the daemon
+    afterwards changes none of it."""
     s = system
     l1, src = s.l1, s.l2
     no_vfs(s)
@@ -524,20 +542,75 @@ def test_vm_on_vduse_ports_cannot_migrate_and_says_why(system):
         s.add_pod(pod, *PODS[pod])
     src.wait_until("ip -n a link show net1 | grep -q LOWER_UP && "
                    "ip -n b link show net1 | grep -q LOWER_UP", timeout=60)
-    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
-    tags = [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)]
-    assert tags == ["100", "100", "4095", "4095"], tags
+    pin(s, "a", "b")
+    assert s.ping("a", "10.40.0.2") == 3
+    tags = {vf: l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)}
+    source_ports = sorted(vf for vf, t in tags.items() if t == "100")
+    assert len(source_ports) == 2 and list(tags.values()).count("4095") == 2, tags
+
+    # The guest changes VF 1's rate all through the migration, noting each
+    # value it got a success for.
+    src.check("rm -f /tmp/cfg.*")
+    src.check(f"(r=0; while [ ! -e /tmp/cfg.stop ]; do r=$((r % 9000 + 1)); "
+              f"if ip link set {s.pf_dev} vf 1 max_tx_rate $r 2>>/tmp/cfg.err; then "
+              "echo $r > /tmp/cfg.tmp && mv /tmp/cfg.tmp /tmp/cfg.ok; fi; done; "
+              "echo done > /tmp/cfg.done) > /dev/null 2>&1 &")
+    src.wait_until("test -e /tmp/cfg.ok", timeout=60)
     dst = s.start_destination()
     try:
-        with pytest.raises(AgentError, match=r"vdpa svq does not work with features 0x40"):
-            src.migrate_to(dst)
-    finally:
+        for g in (src, dst):
+            g.qmp("migrate-set-capabilities", MIGRATION_CAPS)
+        start_pings(src, "10.40.0.2", count=MIGRATION_PINGS)
+        set_before = int(src.check("cat /tmp/cfg.ok"))
+        st = src.migrate_to(dst)
+    except BaseException:
+        src.run("touch /tmp/cfg.stop")
         dst.stop()
-    assert src.qmp("query-status")["status"] == "running"
+        raise
+    print(f"migration: total {st['total-time']} ms, setup {st['setup-time']} ms, "
+          f"downtime {st['downtime']} ms")
+    assert src.qmp("query-status")["status"] == "postmigrate"
+    # The fixture's VM is the destination from here on.
+    src.stop()
+    s.l2 = dst
+    pings_across(dst, st["downtime"], count=MIGRATION_PINGS)
+    # The rate changes went on on the destination; the last one the guest
+    # got a success for is what the switch enforces on VF 1's port.
+    set_after = int(dst.check("cat /tmp/cfg.ok"))
+    dst.wait_until(f"test $(cat /tmp/cfg.ok) != {set_after}", timeout=60)
+    dst.check("touch /tmp/cfg.stop")
+    dst.wait_until("test -e /tmp/cfg.done", timeout=60)
+    last = int(dst.check("cat /tmp/cfg.ok"))
+    print(f"VF 1's rate set from {set_before} at the migration's start to {set_after} at its "
+          f"end and {last} at last; refused: {dst.check('cat /tmp/cfg.err || true')!r}")
+    assert set_after != set_before, "the guest's rate changes stopped during the migration"
+
+    # The destination's VFs carry the guest's VLAN; the source's are back in
+    # the pool, their ports closed.
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 2", timeout=60)
+    after = {vf: l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)}
+    assert sorted(vf for vf, t in after.items() if t == "100") == \
+        sorted(set(range(4)) - set(source_ports)), (tags, after)
+    assert all(after[vf] == "4095" for vf in source_ports), (tags, after)
+    rates = sorted(int(l1.check(f"ovs-vsctl get Interface {vf_port(vf)} "
+                                "ingress_policing_rate")) for vf in after if after[vf] == "100")
+    assert rates == sorted([0, last * 1000]), (rates, last)
+    dst.check(f"ip link set {s.pf_dev} vf 1 max_tx_rate 0")
     assert s.ping("a", "10.40.0.2") == 3
-    assert l1.check("python3 /tmp/vpd_client.py free tenant-a").strip() == "2"
-    assert [l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip()
-            for vf in range(4)] == tags
+    # The guest still configures its VFs through the destination's PF.
+    dst.check(f"ip link set {s.pf_dev} vf 1 vlan 101")
+    now = {vf: l1.check(f"ovs-vsctl get Port {vf_port(vf)} tag").strip() for vf in range(4)}
+    assert sorted(now.values()) == ["100", "101", "4095", "4095"], now
+    dst.check(f"ip link set {s.pf_dev} vf 1 vlan 100")
+    l1.wait_until(" && ".join(f"test $(ovs-vsctl get Port {vf_port(vf)} tag) = {t}"
+                              for vf, t in after.items()), timeout=30)
+
+    stop_daemon(l1)
+    start_daemon(l1, daemon_binary())
+    # (the restarted daemon puts its VFs' ports back as it starts)
+    l1.wait_until(" && ".join(f"test $(ovs-vsctl get Port {vf_port(vf)} tag) = {t}"
+                              for vf, t in after.items()), timeout=60)
+    assert s.ping("a", "10.40.0.2") == 3
 
 
 # The released plugins' pods (docs/kubernetes.md's recipe, as
@@ -580,7 +653,7 @@ def test_released_plugins_pods_are_enforced_by_the_switch(system, plugins):
     shutil.rmtree(shared, ignore_errors=True)
     shutil.copytree(plugins, shared)
     l2.check("rm -rf /mnt/k8s && mkdir -p /tmp/tools.9p && "
-             "mount -t 9p -o trans=virtio,version=9p2000.L tools /tmp/tools.9p && "
+             "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 tools /tmp/tools.9p && "
              "cp -r /tmp/tools.9p/k8s /mnt/k8s && umount /tmp/tools.9p && "
              "mkdir -p /opt/cni/bin && ln -sf /mnt/k8s/sriov /mnt/k8s/static /opt/cni/bin/",
              timeout=600)
