@@ -260,7 +260,7 @@ def test_announce_while_the_vf_goes_down_and_up(netns, guest_factory):
     sets after every migration and on QMP announce-self) under rtnl_lock()
     in its config work, which virtnet_close() cancels holding rtnl: a VF
     going down while its host announced hung both (without the series'
-    patch 2 this test's loop never ended).  On the lockdep kernel: the host
+    patch 3 this test's loop never ended).  On the lockdep kernel: the host
     announces round after round while the VF goes down and up 100 times;
     the loop ends, the VF's gratuitous ARPs went out, and lockdep saw
     nothing."""
