@@ -612,6 +612,15 @@ def test_vm_on_vduse_ports_migrates_with_its_pods(system):
                               for vf, t in after.items()), timeout=60)
     assert s.ping("a", "10.40.0.2") == 3
 
+    # The pods go without the CNI's DEL, which gives a VF back the MAC it
+    # had before ADD: here the source VF's daemon MAC, which the daemon
+    # refuses the destination's VF (EPERM; docs/user-guide.md, "Live
+    # migration", says so).  The VFs go back to the pool.
+    for pod in ("a", "b"):
+        dst.check(f"ip netns del {pod} && rm -f /tmp/{pod}.json")
+    s.enable_vfs(0)
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+
 
 # The released plugins' pods (docs/kubernetes.md's recipe, as
 # system/test_l0_k8s_plugins.py runs it at Level 0): name, VF, MAC, IP and

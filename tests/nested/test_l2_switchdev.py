@@ -35,8 +35,7 @@ from harness.e2e import CONF, System, port_no, vf_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
-SWITCHDEV_CONF = CONF.replace("mac-policy = any\n[pool tenant-b]",
-                              "mac-policy = any\nswitchdev = yes\n[pool tenant-b]")
+SWITCHDEV_CONF = CONF.replace("\n[pool tenant-b]", "\nswitchdev = yes\n[pool tenant-b]")
 PODS = {"a": (0, "02:00:00:00:0b:01", 100, "10.41.0.1/24"),
         "b": (1, "02:00:00:00:0b:02", 100, "10.41.0.2/24")}
 
