@@ -527,7 +527,9 @@ def test_vm_on_vduse_ports_migrates_with_its_pods(system):
     OVS-DPDK's VDUSE ports, to a destination QEMU in the same emulated host
     (its PF on a VDUSE port of its own, its VFs claimed from the daemon's
     same pool, the VFs' MACs handed over with the source's token), while
-    pod a pings pod b through the switch.  QEMU moves the devices through
+    pod a pings pod b through the switch and the guest changes VF 1's rate
+    in a loop (the last value it got a success for must be the switch's
+    policer on the destination).  QEMU moves the devices through
     shadow virtqueues, which accept the VIRTIO_NET_F_GSO these devices
     offer (qemu-patches/0018).  No more pings are lost than the measured
     downtime explains; on the destination the pods' VF ports carry the
