@@ -29,6 +29,8 @@
 #include "qapi/error.h"
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
+#include "qemu/timer.h"
+#include "migration/misc.h"
 #include "migration/vmstate.h"
 #include "net/eth.h"
 #include "vsriov.h"
@@ -40,6 +42,13 @@
 #define FF_CLASSIFIERS  1024
 #define FF_RULES        1024
 #define FF_SELECTORS    6
+
+/*
+ * While a migration runs, the rules' counters are read this often: the
+ * destination's go on from the source's as last read, which is at most
+ * this old when the source stops (a rule's counters never go back).
+ */
+#define FLOW_MIG_REFRESH_MS 100
 
 /* A selector of a classifier: where its mask is in the object's data. */
 typedef struct FlowSel {
@@ -101,6 +110,9 @@ struct VsriovFlowTable {
     /* migration: the objects, flat (flow_pre_save, flow_post_load) */
     uint8_t *saved;
     uint32_t saved_len;
+    /* ... and the counters read while it runs (flow_mig_notify) */
+    QEMUTimer *refresh;
+    NotifierWithReturn mig;
 };
 
 /* The provider's names of rules: unique in this process. */
@@ -690,6 +702,14 @@ static void call_done(void *opaque, int ret, uint64_t packets,
         return;
     }
     r->call = NULL;
+    if (err && call->op == CALL_STATS && !call->done) {
+        /* (a migration's refresh: the counters stay as last read) */
+        trace_vsriov_flow_rule(DEVICE(ft->vpf->pf)->id, r->id, call->op,
+                               call->pid, ret);
+        error_free(err);
+        call_free(call);
+        return;
+    }
     if (err) {
         error_prepend(&err, "virtual SR-IOV PF '%s': rule %u: ",
                       DEVICE(ft->vpf->pf)->id, r->id);
@@ -1130,6 +1150,8 @@ static bool flow_post_load(void *opaque, int version_id, Error **errp)
             /* (its counters go on from the source's) */
             ft->rules[id]->base_packets = ldq_le_p(p + off);
             ft->rules[id]->base_bytes = ldq_le_p(p + off + 8);
+            ft->rules[id]->packets = ft->rules[id]->base_packets;
+            ft->rules[id]->bytes = ft->rules[id]->base_bytes;
             ft->rules[id]->call->op = CALL_RESTORE;
             off += 16;
         }
@@ -1163,12 +1185,44 @@ static const VMStateDescription vmstate_vsriov_flows = {
     },
 };
 
+/* A migration runs: each active rule's counters, read from its provider. */
+static void flow_refresh(void *opaque)
+{
+    VsriovFlowTable *ft = opaque;
+
+    for (unsigned i = 0; i < FF_RULES; i++) {
+        FlowRule *r = ft->rules[i];
+
+        /* (a rule with a call in flight is read when the guest asks) */
+        if (r && r->active && !r->call) {
+            rule_call(ft, r, CALL_STATS, NULL, NULL, NULL);
+        }
+    }
+    timer_mod(ft->refresh, qemu_clock_get_ms(QEMU_CLOCK_REALTIME) +
+              FLOW_MIG_REFRESH_MS);
+}
+
+static int flow_mig_notify(NotifierWithReturn *n, MigrationEvent *e,
+                           Error **errp)
+{
+    VsriovFlowTable *ft = container_of(n, VsriovFlowTable, mig);
+
+    if (e->type == MIG_EVENT_PRECOPY_SETUP) {
+        flow_refresh(ft);
+    } else {
+        timer_del(ft->refresh);
+    }
+    return 0;
+}
+
 VsriovFlowTable *vsriov_flow_init(VsriovPF *vpf)
 {
     VsriovFlowTable *ft = g_new0(VsriovFlowTable, 1);
 
     ft->vpf = vpf;
     device_limits(&ft->limits);
+    ft->refresh = timer_new_ms(QEMU_CLOCK_REALTIME, flow_refresh, ft);
+    migration_add_notifier(&ft->mig, flow_mig_notify);
     /* (after the eswitch's section: its representors load first) */
     vmstate_register(VMSTATE_IF(vpf->pf), 0, &vmstate_vsriov_flows, ft);
     return ft;
@@ -1180,6 +1234,8 @@ void vsriov_flow_exit(VsriovFlowTable *ft)
         return;
     }
     vsriov_flow_reset(ft);
+    migration_remove_notifier(&ft->mig);
+    timer_free(ft->refresh);
     vmstate_unregister(VMSTATE_IF(ft->vpf->pf), &vmstate_vsriov_flows, ft);
     g_free(ft->saved);
     g_free(ft);

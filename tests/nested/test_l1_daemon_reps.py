@@ -34,17 +34,17 @@ socket = /run/vpd/api.sock
 state = /var/lib/vpd/state
 ovs-bridge = {BRIDGE}
 [pf sw0]
-num-vfs = 3
+num-vfs = 5
 vdpa-mgmtdev = vduse
 vduse-msg-timeout = 120
 [pool sw]
 pf = sw0
-vfs = 0-1
+vfs = 0-3
 allow-uids = 0
 switchdev = yes
 [pool legacy]
 pf = sw0
-vfs = 2
+vfs = 4
 vlans = 200
 """
 

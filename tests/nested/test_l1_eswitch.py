@@ -30,8 +30,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.nested]
 QEMU = "/vsriov/qemu-build/qemu-system-x86_64"
 
 
-def qemu_cmd(name, pool, count):
-    return (f"setsid {QEMU} -M q35 -nodefaults -display none -accel qtest "
+def qemu_cmd(name, pool, count, extra=""):
+    return (f"setsid {QEMU}{extra} -M q35 -nodefaults -display none -accel qtest "
             f"-qtest unix:/tmp/{name}-qt.sock,server=on,wait=off -qtest-log /dev/null "
             f"-qmp unix:/tmp/{name}-q.sock,server=on,wait=off "
             "-object memory-backend-memfd,id=mem0,size=256M,share=on "
@@ -164,6 +164,73 @@ def flows():
                         if f"in_port={ofport(p0)}" in m and prio]
 
 
+# The switchdev PF with a rule migrates to QEMU DST, on the same pool.
+def migrate():
+    GROUP, CLS, RULE, QUERY = 0x200, 0x201, 0x202, 0xC
+    DST = NAME + "-dst"
+    out["rep2"] = rep_create(a, 1, 2)
+    out["group"] = fobj(CREATE, GROUP, 0, struct.pack("<HB5x", 0xfff5, 1))[0]
+    cls = (struct.pack("<B7x", 2) + struct.pack("<BBxxB3x", 8, 0, 4) + b"\xff" * 4 +
+           struct.pack("<BBxxB3x", 1, 0, 14) + bytes(12) + b"\xff\xff")
+    out["classifier"] = fobj(CREATE, CLS, 0, cls)[0]
+    out["rule"] = fobj(CREATE, RULE, 0,
+                       struct.pack("<IIBBBBHH", 0, 0, 0, 18, 5, 0, 2, 0) +
+                       struct.pack("<I", 1) + bytes(12) + struct.pack(">H", 0x88b5))[0]
+
+    def mine(pid):
+        return sorted((v["VF_INDEX"], v["PORT"], v.get("REP_PORT"))
+                      for v in vpd.Client("/run/vpd/api.sock").status()
+                      if v.get("OWNER", "").endswith(f"@pid-{pid}"))
+
+    def rule_flows(p0, p1):
+        return [(t, prio, act, n) for (t, prio, m, act, n) in guest_flows()
+                if f"in_port={ofport(p0)}" in m and act == f"output:{ofport(p1)}"]
+
+    def cross(p0, p1, n):
+        sh(f"ovs-ofctl -O OpenFlow14 packet-out {BR} in_port={ofport(p0)},"
+           f"packet={frame(vf0['mac'], '02:aa:00:00:00:02', 'rule').hex()},actions=table")
+        poll("the rule counts the frame", lambda: [f[3] for f in rule_flows(p0, p1)] == [n])
+
+    src_pid = int(open(f"/tmp/{NAME}.pid").read())
+    (_, s0, _), (_, s1, _) = mine(src_pid)
+    cross(s0, s1, 1)
+    dst_pid = int(open(f"/tmp/{DST}.pid").read())
+    poll("the destination's claims", lambda: len(mine(dst_pid)) == 2)
+    ack = {"capabilities": [{"capability": "switchover-ack", "state": True},
+                            {"capability": "return-path", "state": True}]}
+    for side in (NAME, DST):
+        sh(f"python3 /src/tests/harness/qmp.py /tmp/{side}-q.sock "
+           f"migrate-set-capabilities '{json.dumps(ack)}'")
+    sh(f"python3 /src/tests/harness/qmp.py /tmp/{DST}-q.sock migrate-incoming "
+       f"'{json.dumps({'uri': f'unix:/tmp/{NAME}-mig.sock'})}'")
+    qmp(f"migrate '{json.dumps({'uri': f'unix:/tmp/{NAME}-mig.sock'})}'")
+    poll("the migration's end", lambda: qmp("query-migrate").get("status")
+         in ("completed", "failed"), timeout=180)
+    out["migration"] = qmp("query-migrate")["status"]
+    # the destination: its own VFs, with representor ports and the rule
+    pf = json.loads(sh(f"python3 /src/tests/harness/qmp.py /tmp/{DST}-q.sock "
+                       "query-vsriov"))["return"][0]
+    out["dst_mode"] = pf["eswitch-mode"]
+    poll("the destination's representor ports",
+         lambda: all(r for (_, _, r) in mine(dst_pid)))
+    (_, d0, _), (_, d1, _) = mine(dst_pid)
+    poll("the destination's rule in its table", lambda: len(rule_flows(d0, d1)) == 1)
+    out["dst_rule"] = rule_flows(d0, d1)
+    out["src_rule"] = rule_flows(s0, s1)
+    cross(d0, d1, 1)
+    # the driver, now on the destination, reads the rule's counters: the
+    # source's and the destination's
+    a.q = QtestPci(f"/tmp/{DST}-qt.sock")
+    st, res = fobj(QUERY, RULE, 0)
+    out["dst_query"] = [st] + list(struct.unpack_from("<QQ", res, 16 + 18))
+    # the source goes: its table with it, the destination's stays
+    sh(f"kill {src_pid}; while kill -0 {src_pid} 2>/dev/null; do sleep 0.05; done")
+    poll("the source's table gone", lambda: not rule_flows(s0, s1))
+    out["dst_rule_after"] = [f[:3] for f in rule_flows(d0, d1)]
+    cross(d0, d1, 2)
+    out["dst_query_after"] = list(struct.unpack_from("<QQ", fobj(QUERY, RULE, 0)[1], 16 + 18))
+
+
 q = QtestPci(f"/tmp/{NAME}-qt.sock")
 _, enabled = q.set_vfs(1 if sys.argv[3] == "refused" else 2)
 rx, tx = Ring(3, 0x200000), Ring(4, 0x210000)
@@ -181,8 +248,8 @@ if sys.argv[3] == "refused":
 
 vf0 = qmp("query-vsriov")[0]["vfs"][0]
 out["representor"] = vf0.get("representor")
-if sys.argv[3] == "flows":
-    flows()
+if sys.argv[3] in ("flows", "migrate"):
+    flows() if sys.argv[3] == "flows" else migrate()
     print(json.dumps(out))
     raise SystemExit(0)
 (vf,) = [v for v in vpd.Client("/run/vpd/api.sock").status() if v.get("REP_PORT")]
@@ -286,6 +353,40 @@ def test_rules_through_qemu_and_the_daemon(host):
             "daemon refused: VLAN_PUSH 100 is outside pool 'sw''s range 0-0"
             in l1.check("cat /scratch/qemu-esf.log"))
     # QEMU gone: nothing of its rules is left in the switch
+    l1.wait_until(f"test -z \"$(ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} | "
+                  f"grep -v 'table=0,' | grep -v 'NXST\\|OFPST')\"", timeout=30)
+
+
+def test_switchdev_pf_with_rules_migrates_on_the_daemon_pool(host):
+    """Issues 34 and 35 across a migration with a daemon pool: a switchdev
+    PF with representors of VFs 0 and 1 and a rule (VF 0's frames of type
+    0x88b5 to VF 1) migrates to a QEMU on the same pool.  The
+    destination's own VFs get representor ports and the rule in its own
+    table; a frame crosses there, and the rule's QUERY on the destination
+    counts the source's frame and this one.  The source gone, its table
+    goes; the destination's rule stays and counts on."""
+    l1 = host
+    l1.check(qemu_cmd("esm", "sw", 2))
+    l1.check(qemu_cmd("esm-dst", "sw", 2, extra=" -incoming defer"))
+    try:
+        out = run_driver(l1, "esm", "migrate")
+    finally:
+        log = l1.check("cat /scratch/qemu-esm-dst.log")
+        l1.check("kill $(cat /tmp/esm.pid) 2>/dev/null; true")
+        stop_qemu(l1, "esm-dst")
+    assert [out[k] for k in ("eswitch", "rep", "rep2", "group", "classifier", "rule")] \
+        == [0] * 6, out
+    assert out["migration"] == "completed" and out["dst_mode"] == "switchdev", out
+    # the destination's table: the rule at its priority, output to its VF 1
+    ((table, prio, _, _),) = out["dst_rule"]
+    assert prio == 0xfff6 and table not in [t for (t, *_) in out["src_rule"]], out
+    # the source's frame, then the destination's, then one more
+    assert out["dst_query"] == [0, 2, 128], out
+    assert out["dst_rule_after"] == [out["dst_rule"][0][:3]], out
+    assert out["dst_query_after"] == [3, 192], out
+    # (the VFs' MACs are refused: this pool hands none over, which
+    # test_l1_migration's does; the rule and the representors are not)
+    assert "rule" not in log and "representor" not in log, log
     l1.wait_until(f"test -z \"$(ovs-ofctl -O OpenFlow14 dump-flows {BRIDGE} | "
                   f"grep -v 'table=0,' | grep -v 'NXST\\|OFPST')\"", timeout=30)
 
