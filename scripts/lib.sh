@@ -73,6 +73,7 @@ HOST_PACKAGES=(
 	openvswitch-common   # ovs-ofctl: OVS checks the daemon's OpenFlow encoder (unit tests)
 	systemd              # systemd-socket-activate, systemd-analyze: the daemon's unit tests
 	git                  # git am: the upstream plugins' series on their release trees (unit tests)
+	lintian              # scripts/package checks the Debian packages it builds
 )
 
 # Python tools (meson for QEMU's configure and our build, pytest for tests)
@@ -135,6 +136,12 @@ gotools_prebuild() {
 	mkdir -p "$VSRIOV_GOTOOLS"
 	(cd "$VSRIOV_SRC/tests" && exec nice -n 19 "$VENV/bin/python3" -m harness.upstream prebuild) \
 		</dev/null >"$VSRIOV_GOTOOLS/prebuild.log" 2>&1 &
+}
+
+# scripts/build-ours' build folder: under $VSRIOV_CACHE, keyed by the
+# source path, so that several clones on one machine do not share one.
+ours_build_dir() {
+	echo "$VSRIOV_CACHE/build-ours-$(printf '%s' "$VSRIOV_SRC" | sha256sum | cut -c1-12)"
 }
 
 host_ensure() {
