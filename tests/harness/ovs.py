@@ -32,6 +32,12 @@ L1_OVS_START = _L1_OVSDB_START + "ovs-vswitchd --pidfile --detach --log-file"
 DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
               "--iova-mode=va")
 
+# OVS-DPDK's ovs-vswitchd in a Level 1 emulated host (its database set up
+# by L1_OVS_DPDK_START).
+L1_VSWITCHD_DPDK = ("/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk "
+                    "--pidfile=/run/openvswitch/ovs-vswitchd.pid --detach "
+                    "--log-file=/var/log/openvswitch/ovs-vswitchd.log")
+
 # OVS-DPDK (userspace datapath) in a Level 1 emulated host, from an empty
 # database: what serves VDUSE devices there.  Without hugepages; mempools
 # per port (the shared default asks for 262144 mbufs, more than -m 1024);
@@ -40,9 +46,7 @@ DPDK_EXTRA = ("--no-huge --legacy-mem -m 1024 --no-pci --file-prefix=vsriov "
 L1_OVS_DPDK_START = _L1_OVSDB_START + (
     "ovs-vsctl --no-wait set Open_vSwitch . other_config:dpdk-init=true "
     f"other_config:dpdk-extra='{DPDK_EXTRA}' other_config:per-port-memory=true "
-    "other_config:pmd-sleep-max=1000 && "
-    "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk --pidfile=/run/openvswitch/ovs-vswitchd.pid "
-    "--detach --log-file=/var/log/openvswitch/ovs-vswitchd.log && "
+    f"other_config:pmd-sleep-max=1000 && {L1_VSWITCHD_DPDK} && "
     "for i in $(seq 600); do "
     "[ \"$(ovs-vsctl get Open_vSwitch . dpdk_initialized)\" = true ] && exit 0; sleep 0.1; done; "
     "echo 'OVS-DPDK did not initialise DPDK in 60 s' >&2; exit 1"

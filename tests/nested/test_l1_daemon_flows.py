@@ -19,12 +19,19 @@ is ENOSPC (max-flows' default), OVS holds 1024; a churn of deletes and
 adds runs into EAGAIN (max-flow-changes, 50 here) while B's CLAIM still
 completes within QEMU's 5 s; B's representor port closed, its VF's rule
 is gone; A's connection closed, its table is empty
-(dump-flows) and B's rule is still there."""
+(dump-flows) and B's rule is still there.
+
+Then ovs-vswitchd restarts (it forgets every flow) while two clients have
+rules: the daemon makes each client's table again (rules and miss flows,
+logged one line each), a frame through A's rule counts again, and
+FLOW_STATS, read all along, never goes backwards: OVS's new counters come
+on top of what it counted before."""
 import json
 
 import pytest
 
 from harness.e2e import BRIDGE, DAEMON_LOG, daemon_binary, start_daemon, stop_daemon
+from harness.ovs import L1_VSWITCHD_DPDK
 # (OVS-DPDK and the daemon, once per module)
 from nested.test_l1_daemon_reps import host  # noqa: F401 (a fixture)
 
@@ -50,9 +57,8 @@ max-flow-changes = 50
 # OVS one at a time, and a bundle of OVS-DPDK in this emulated host takes
 # ~13 ms, so one client makes fewer than 200 a second however it tries)
 
-# Runs in Level 1: the two clients and what OVS shows, step by step;
-# prints one JSON object of what it saw.
-CLIENT = r"""
+# What both scripts below use in Level 1: the API's client, what OVS shows.
+COMMON = r"""
 import errno, json, os, re, select, statistics, subprocess, sys, threading, time
 sys.path.insert(0, "/src/tests")
 from harness import vpd
@@ -168,8 +174,11 @@ def timed_claim(c):
     (vf, fd), = c.claim("sw", 1, owner="vm-b")
     os.close(fd)
     return vf, time.monotonic() - t0
+"""
 
-
+# Runs in Level 1: the two clients and what OVS shows, step by step;
+# prints one JSON object of what it saw.
+CLIENT = COMMON + r"""
 a, b = vpd.Client(SOCK), vpd.Client(SOCK)
 (va0, fa0), (va1, fa1) = a.claim("sw", 2, owner="vm-a")
 os.close(fa0)
@@ -313,6 +322,86 @@ os.close(tapb)
 print(json.dumps(out))
 """
 
+# Runs in Level 1: A (VFs 0, 1) and B (VF 2) with rules; ovs-vswitchd
+# restarts (VSWITCHD_START starts it again); prints one JSON object.
+RESTART_CLIENT = COMMON + r"""
+FWD_DST, MISS_DST = "02:bb:00:00:00:01", "02:bb:00:00:00:03"
+a, b = vpd.Client(SOCK), vpd.Client(SOCK)
+(va0, fa0), (va1, fa1) = a.claim("sw", 2, owner="vm-a")
+(vb, fb), = b.claim("sw", 1, owner="vm-b")
+for fd in (fa0, fa1, fb):
+    os.close(fd)
+h0, h1, hb = va0["HANDLE"], va1["HANDLE"], vb["HANDLE"]
+p0 = "vpd-sw0-%d" % va0["VF_INDEX"]
+_, tap0 = a.rep_open(h0)
+_, tap1 = a.rep_open(h1)
+_, tapb = b.rep_open(hb)
+a.flow_add(1, 10, h0, out=h1, eth_dst=(FWD_DST, "ff:ff:ff:ff:ff:ff"), eth_type=0x88b5)
+a.flow_add(2, 20, h0, eth_type=0x88b6)
+b.flow_add(1, 10, hb, eth_type=0x88b6)
+ta, _ = table_of(a, h0)
+tb, _ = table_of(b, hb)
+
+
+def shape(table):
+    # a table's flows without their counters
+    return sorted([hex(k)] + list(v[:3]) for k, v in table_flows(table).items())
+
+
+out["tables"] = [ta, tb]
+out["before"] = {"a": shape(ta), "b": shape(tb)}
+packet_out(p0, frame(FWD_DST, 0x88b5, "fwd-1"))
+readings = []      # FLOW_STATS of A's rule 1, all along: [packets, bytes] or an error
+
+
+def stats():
+    try:
+        readings.append(list(a.flow_stats(1)))
+    except vpd.DaemonError as e:
+        readings.append([e.errno, e.message])
+    return readings[-1]
+
+
+poll("rule 1 counts the first frame", lambda: stats() == [1, 64])
+
+# ovs-vswitchd exits (once it is gone: ovs-appctl answers before), and starts again
+pid = sh("cat /run/openvswitch/ovs-vswitchd.pid")
+sh(f"ovs-appctl -t $(ls /run/openvswitch/ovs-vswitchd*.{pid}.ctl) exit")
+poll("ovs-vswitchd gone", lambda: not os.path.exists(f"/proc/{pid}") or
+     re.search(r"^State:\s*Z", open(f"/proc/{pid}/status").read(), re.M), 60)
+out["flows_while_down"] = stats()
+t0 = time.monotonic()
+sh(os.environ["VSWITCHD_START"])
+
+
+def restored():
+    stats()
+    try:
+        return shape(ta) == out["before"]["a"] and shape(tb) == out["before"]["b"]
+    except subprocess.CalledProcessError:      # ovs-vswitchd not answering yet
+        return False
+
+
+poll("both tables made again", restored, 240)
+out["restored_s"] = time.monotonic() - t0
+out["table0_vf0"] = sh(f"ovs-ofctl -O OpenFlow14 --no-names dump-flows {BR} "
+                       f"table=0,in_port={ofport(p0)}")
+packet_out(p0, frame(FWD_DST, 0x88b5, "fwd-2"))
+poll("rule 1 counts the second frame", lambda: stats() == [2, 128])
+out["ovs_counts"] = list(table_flows(ta)[rule_cookie(ta, 1)][3:5])
+packet_out(p0, frame(MISS_DST, 0x88b5, "miss-after"))
+out["marks_at_tap0"] = read_marks(tap0, "miss-after")
+out["readings"] = readings
+# the limits are the client's own: the restore took none of them
+a.flow_add(3, 30, h0, eth_type=0x88b7)
+out["after_add"] = table_of(a, h0)
+a.close()
+b.close()
+for fd in (tap0, tap1, tapb):
+    os.close(fd)
+print(json.dumps(out))
+"""
+
 
 @pytest.fixture(scope="module")
 def flows_host(host):  # noqa: F811 (the imported fixture)
@@ -320,6 +409,7 @@ def flows_host(host):  # noqa: F811 (the imported fixture)
     stop_daemon(l1)
     l1.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
     l1.check(f"cat > /tmp/flows_client.py <<'EOF'\n{CLIENT}EOF")
+    l1.check(f"cat > /tmp/flows_restart.py <<'EOF'\n{RESTART_CLIENT}EOF")
     start_daemon(l1, daemon_binary())
     return l1
 
@@ -404,3 +494,35 @@ def test_guest_rules_on_ovs_dpdk(flows_host):
     # A closed: its table empty; B's rule stays
     a = out["after_close"]
     assert a["a_table"] == {} and a["b_ids"] == [2], a
+
+
+def test_guest_rules_survive_ovs_vswitchd_restart(flows_host):
+    l1 = flows_host
+    res = l1.run(f"VSWITCHD_START='{L1_VSWITCHD_DPDK}' python3 /tmp/flows_restart.py {BRIDGE}",
+                 timeout=600)
+    log = l1.check(f"cat {DAEMON_LOG}")
+    assert res.ok, f"{res}\n--- daemon log\n{log[-4000:]}"
+    out = json.loads(res.stdout.splitlines()[-1])
+    ta, tb = out["tables"]
+    print(f"ovs-vswitchd restarted: both tables made again {out['restored_s']:.1f} s after "
+          f"it started; FLOW_STATS read {len(out['readings'])} times meanwhile")
+
+    # each client's table as it was: its rules and its VFs' miss flows
+    # (shape() compares cookies, priorities, matches and actions)
+    assert len(out["before"]["a"]) == 4 and len(out["before"]["b"]) == 2, out["before"]
+    assert f"actions=goto_table:{ta}" in out["table0_vf0"], out["table0_vf0"]
+    for table, rules, misses in ((ta, 2, 2), (tb, 1, 1)):
+        assert f"rules in table {table} restored after ovs-vswitchd came back: " \
+               f"{rules} rule(s), {misses} miss flow(s)" in log, log[-4000:]
+
+    # a frame through the rule after the restart counts on top of the first;
+    # OVS's own counter has only the second; the miss flow still goes to
+    # VF 0's representor port
+    assert out["ovs_counts"] == [1, 64], out
+    counts = [r for r in out["readings"] if isinstance(r[1], int)]   # (not an error)
+    assert counts[0] == [1, 64] and counts[-1] == [2, 128], out["readings"]
+    assert all(x <= y for x, y in zip(counts, counts[1:])), out["readings"]
+    assert out["marks_at_tap0"] == ["miss-after"], out["marks_at_tap0"]
+
+    # the limits were the client's own: a rule more, three in all
+    assert out["after_add"] == [ta, 3], out["after_add"]

@@ -30,6 +30,7 @@ struct vpd_ovs {
 	GHashTable *open;  /* KEYs of entries whose allow flow OVS holds */
 	GHashTable *dirty; /* KEYs of entries whose last change failed: to do again */
 	GHashTable *reps;  /* KEY -> struct rep_row: the representor port OVS may hold */
+	struct vpd_held_rules held; /* the guests' rules OVS holds, made again by a sync */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
 	bool started;      /* synced once: the daemon's start is over */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
@@ -225,6 +226,7 @@ struct vpd_ovs *vpd_ovs_new(const struct vpd_config *cfg, GError **error)
 	o->open = g_hash_table_new(g_direct_hash, g_direct_equal);
 	o->dirty = g_hash_table_new(g_direct_hash, g_direct_equal);
 	o->reps = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, rep_row_free);
+	vpd_held_rules_init(&o->held);
 	vpd_ovsdb_init(&o->db, db_path);
 	rundir = g_path_get_dirname(db_path);
 	vpd_ofconn_init(&o->of, g_strdup_printf("%s/%s.mgmt", rundir, cfg->ovs_bridge),
@@ -246,6 +248,7 @@ void vpd_ovs_free(struct vpd_ovs *o)
 	g_hash_table_unref(o->open);
 	g_hash_table_unref(o->dirty);
 	g_hash_table_unref(o->reps);
+	vpd_held_rules_clear(&o->held);
 	g_free(o);
 }
 
@@ -681,11 +684,62 @@ static void adopt_rep_ports(struct vpd_pools *pools)
 	}
 }
 
+static bool send_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error);
+
+/* The miss flows of table's VFs that pools' entries give (policy.h). */
+static unsigned miss_flows(struct vpd_ovs *o, const struct vpd_pools *pools, uint8_t table)
+{
+	unsigned n_miss = 0;
+
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+		struct vpd_flow f[VPD_VF_MAX_FLOWS];
+		unsigned n;
+
+		if (e->flow_table != table)
+			continue;
+		n = vpd_vf_flows(e, pf_index(o, e->pool->pf), f);
+		for (unsigned j = 0; j < n; j++)
+			n_miss += f[j].table == table;
+	}
+	return n_miss;
+}
+
+/*
+ * Each client's table of rules as the daemon made it (none at the
+ * daemon's start), after ovs-vswitchd forgot it: one bundle per table,
+ * the table's miss flows being in the VFs' flows already.  Fails only
+ * when OVS is not there (the sync is then tried again); a table OVS
+ * refuses is left out, with a warning.
+ */
+static bool restore_rules(struct vpd_ovs *o, const struct vpd_pools *pools, GError **error)
+{
+	g_autoptr(GPtrArray) tables = vpd_held_rules_restore(&o->held);
+
+	for (unsigned i = 0; i < tables->len; i++) {
+		const struct vpd_rule_change *c = tables->pdata[i];
+		g_autoptr(GError) err = NULL;
+
+		if (send_rules(o, c, &err)) {
+			g_message("OVS: a client's rules in table %u restored after ovs-vswitchd "
+				  "came back: %u rule(s), %u miss flow(s)", c->table, c->add->len,
+				  miss_flows(o, pools, c->table));
+		} else if (vpd_ovs_error_is_transient(err)) {
+			g_propagate_error(error, g_steal_pointer(&err));
+			return false;
+		} else {
+			g_warning("OVS: a client's rules in table %u not restored: %s", c->table,
+				  err->message);
+		}
+	}
+	return true;
+}
+
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 {
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
-	/* (every table: no guest's rule outlives a restart, rules.h) */
+	/* (every table: the guests' rules are made again after the ports) */
 	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC, .table = VPD_OFPTT_ALL };
 	struct vpd_flow others = vpd_others_flow();
 	gint64 deadline;
@@ -718,7 +772,7 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 			add_mod(mods, VPD_OFPFC_ADD, &f[j], 0);
 	}
 	if (!vpd_ofconn_bundle_checked(&o->of, mods, error) || !sync_ports(o, pools, error) ||
-	    !check_ofports(o, pools, error))
+	    !check_ofports(o, pools, error) || !restore_rules(o, pools, error))
 		return false;
 	g_hash_table_remove_all(o->rows);
 	g_hash_table_remove_all(o->dirty);
@@ -1127,7 +1181,8 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 
 /* ---- a guest's rules ---------------------------------------------------- */
 
-bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error)
+/* Change c as one atomic bundle, committed (no note of it taken). */
+static bool send_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error)
 {
 	g_autoptr(GPtrArray) mods = g_ptr_array_new_with_free_func(
 		(GDestroyNotify)g_byte_array_unref);
@@ -1162,6 +1217,14 @@ bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **
 	    !vpd_ofconn_bundle_send(&o->of, mods, &first, &commit, error))
 		return false;
 	return vpd_ofconn_wait(&o->of, first, commit, VPD_OFPT_BUNDLE_CONTROL, NULL, NULL, error);
+}
+
+bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error)
+{
+	bool ok = send_rules(o, c, error);
+
+	vpd_held_rules_note(&o->held, c, ok);
+	return ok;
 }
 
 struct counts {
@@ -1207,9 +1270,14 @@ bool vpd_ovs_rule_stats(struct vpd_ovs *o, uint8_t table, uint32_t id, uint64_t 
 	if (c.malformed)
 		return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
 				    "OVS: a malformed flow statistics reply");
+	/* (ovs-vswitchd came back, the sync has not made its tables again yet) */
+	if (!c.found && need_sync(o) && vpd_held_rules_counted(&o->held, table, id, packets, bytes))
+		return true;
 	if (!c.found)
 		return vpd_ovs_fail(error, G_IO_ERROR_NOT_FOUND, "OVS: rule %u of table %u is "
 				    "missing in OVS", id, table);
+	/* what OVS counted before it last restarted, and since */
+	vpd_held_rules_count(&o->held, table, id, &c.packets, &c.bytes);
 	*packets = c.packets;
 	*bytes = c.bytes;
 	return true;

@@ -35,9 +35,12 @@ void vpd_ovs_free(struct vpd_ovs *o);
 /*
  * Make OVS hold every pooled VF's port and flows as the pools say now
  * (claims included): the bridge if missing, one OVSDB transaction for all
- * ports, one bundle that replaces all of the daemon's flows.  Finds each
- * VF's representor first.  Idempotent; a restart does not disturb claimed
- * VFs' traffic (the bundle is atomic).
+ * ports, one bundle that replaces all of the daemon's flows (every
+ * table), then one bundle per client's table of rules that
+ * vpd_ovs_rules() made (none at the daemon's start: after ovs-vswitchd
+ * restarted), logged one line each.  Finds each VF's representor first.
+ * Idempotent; a restart does not disturb claimed VFs' traffic (the
+ * bundle is atomic).
  */
 bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error);
 /*
@@ -64,12 +67,16 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 
 /*
  * A change of a guest's rules (rules.h) as one atomic bundle, answered
- * once OVS committed it.  Blocks (the worker thread's).
+ * once OVS committed it, and held (struct vpd_held_rules) so that a sync
+ * makes the table again.  Blocks (the worker thread's).
  */
 bool vpd_ovs_rules(struct vpd_ovs *o, const struct vpd_rule_change *c, GError **error);
 /*
- * OVS's counters of rule id of table (its flow statistics, by cookie);
- * NOT_FOUND when OVS lacks the flow.  Blocks.
+ * The counters of rule id of table: OVS's (its flow statistics, by
+ * cookie) plus what OVS had counted before it last restarted, so never
+ * less than an earlier answer.  NOT_FOUND when OVS lacks the flow, unless
+ * ovs-vswitchd came back and the sync has not made it again yet (then
+ * the counters as last answered).  Blocks.
  */
 bool vpd_ovs_rule_stats(struct vpd_ovs *o, uint8_t table, uint32_t id, uint64_t *packets,
 			uint64_t *bytes, GError **error);

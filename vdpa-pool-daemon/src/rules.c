@@ -312,3 +312,142 @@ void vpd_rule_change_free(struct vpd_rule_change *c)
 	g_ptr_array_unref(c->add);
 	g_free(c);
 }
+
+/* ---- what OVS holds ------------------------------------------------------ */
+
+struct held_rule {
+	struct vpd_rule r;
+	uint64_t base_packets, base_bytes; /* counted before OVS last made it */
+	uint64_t last_packets, last_bytes; /* OVS's counters, as last read */
+};
+
+static GHashTable *held_table_new(void)
+{
+	return g_hash_table_new_full(g_int_hash, g_int_equal, NULL, g_free);
+}
+
+void vpd_held_rules_init(struct vpd_held_rules *h)
+{
+	h->tables = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+					  (GDestroyNotify)g_hash_table_unref);
+}
+
+void vpd_held_rules_clear(struct vpd_held_rules *h)
+{
+	g_clear_pointer(&h->tables, g_hash_table_unref);
+}
+
+void vpd_held_rules_note(struct vpd_held_rules *h, const struct vpd_rule_change *c, bool ok)
+{
+	gpointer key = GUINT_TO_POINTER(c->table);
+	GHashTable *t = g_hash_table_lookup(h->tables, key);
+
+	if (c->del_table && !(ok && c->add->len)) {
+		/* (the client's table went with its connection) */
+		g_hash_table_remove(h->tables, key);
+		return;
+	}
+	if (!t) {
+		if (!ok || !c->add->len)
+			return;
+		t = held_table_new();
+		g_hash_table_insert(h->tables, key, t);
+	}
+	if (c->del_table)
+		g_hash_table_remove_all(t);
+	for (unsigned i = 0; i < c->del->len; i++)
+		g_hash_table_remove(t, &g_array_index(c->del, uint32_t, i));
+	if (!ok)
+		return;
+	for (unsigned i = 0; i < c->add->len; i++) {
+		struct held_rule *hr = g_new0(struct held_rule, 1);
+
+		hr->r = *(const struct vpd_rule *)c->add->pdata[i];
+		g_hash_table_replace(t, &hr->r.id, hr);
+	}
+}
+
+static gint cmp_uint(gconstpointer a, gconstpointer b)
+{
+	guint x = GPOINTER_TO_UINT(*(const gpointer *)a), y = GPOINTER_TO_UINT(*(const gpointer *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+static gint cmp_rule_id(gconstpointer a, gconstpointer b)
+{
+	const struct vpd_rule *x = *(const struct vpd_rule *const *)a;
+	const struct vpd_rule *y = *(const struct vpd_rule *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+GPtrArray *vpd_held_rules_restore(struct vpd_held_rules *h)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)vpd_rule_change_free);
+	g_autoptr(GPtrArray) tables = g_ptr_array_new();
+	GHashTableIter ti;
+	gpointer key;
+
+	g_hash_table_iter_init(&ti, h->tables);
+	while (g_hash_table_iter_next(&ti, &key, NULL))
+		g_ptr_array_add(tables, key);
+	g_ptr_array_sort(tables, cmp_uint);
+	for (unsigned i = 0; i < tables->len; i++) {
+		GHashTable *t = g_hash_table_lookup(h->tables, tables->pdata[i]);
+		struct vpd_rule_change *c = vpd_rule_change_new(GPOINTER_TO_UINT(tables->pdata[i]));
+		GHashTableIter it;
+		gpointer v;
+
+		c->del_table = true;
+		g_hash_table_iter_init(&it, t);
+		while (g_hash_table_iter_next(&it, NULL, &v)) {
+			struct held_rule *hr = v;
+
+			hr->base_packets += hr->last_packets;
+			hr->base_bytes += hr->last_bytes;
+			hr->last_packets = hr->last_bytes = 0;
+			g_ptr_array_add(c->add, g_memdup2(&hr->r, sizeof(hr->r)));
+		}
+		g_ptr_array_sort(c->add, cmp_rule_id);
+		g_ptr_array_add(out, c);
+	}
+	return out;
+}
+
+static struct held_rule *held_rule(const struct vpd_held_rules *h, uint8_t table, uint32_t id)
+{
+	GHashTable *t = g_hash_table_lookup(h->tables, GUINT_TO_POINTER(table));
+
+	return t ? g_hash_table_lookup(t, &id) : NULL;
+}
+
+bool vpd_held_rules_count(struct vpd_held_rules *h, uint8_t table, uint32_t id,
+			  uint64_t *packets, uint64_t *bytes)
+{
+	struct held_rule *hr = held_rule(h, table, id);
+
+	if (!hr)
+		return false;
+	if (*packets < hr->last_packets || *bytes < hr->last_bytes) {
+		hr->base_packets += hr->last_packets;
+		hr->base_bytes += hr->last_bytes;
+	}
+	hr->last_packets = *packets;
+	hr->last_bytes = *bytes;
+	*packets += hr->base_packets;
+	*bytes += hr->base_bytes;
+	return true;
+}
+
+bool vpd_held_rules_counted(const struct vpd_held_rules *h, uint8_t table, uint32_t id,
+			    uint64_t *packets, uint64_t *bytes)
+{
+	const struct held_rule *hr = held_rule(h, table, id);
+
+	if (!hr)
+		return false;
+	*packets = hr->base_packets + hr->last_packets;
+	*bytes = hr->base_bytes + hr->last_bytes;
+	return true;
+}

@@ -130,4 +130,49 @@ unsigned vpd_rules_count_pool(const struct vpd_rules *rs, const struct vpd_pool 
  */
 GPtrArray *vpd_rules_take_vf(struct vpd_rules *rs, unsigned handle);
 
+/*
+ * What OVS holds of the guests' rules, table by table, as the OVS side
+ * (ovs.c, in its worker thread) made it, so that after ovs-vswitchd
+ * restarts (it forgets every flow) each table can be made again as it
+ * was, and each rule's counters go on from what OVS had counted (a guest
+ * never sees one go backwards).  A change OVS committed is held; of one
+ * that failed only its deletions count (the server forgot those rules
+ * and forgets the failed adds).  Changes must be noted in the order they
+ * were sent to OVS.  One thread's; not the server's rules (struct
+ * vpd_rules), whose limits (max-flows, max-flow-changes) a restore does
+ * not touch.
+ */
+struct vpd_held_rules {
+	GHashTable *tables;           /* table -> GHashTable FLOW_ID -> held rule */
+};
+
+void vpd_held_rules_init(struct vpd_held_rules *h);
+void vpd_held_rules_clear(struct vpd_held_rules *h);
+/* Change c was sent to OVS: committed (ok) or not. */
+void vpd_held_rules_note(struct vpd_held_rules *h, const struct vpd_rule_change *c, bool ok);
+/*
+ * After OVS forgot every flow: the changes that make each held table
+ * again (a GPtrArray of struct vpd_rule_change *, owned; in table order,
+ * each with del_table and all of its rules, by FLOW_ID; a table without
+ * rules too).  From now on each rule's counters start from what was
+ * counted so far.
+ */
+GPtrArray *vpd_held_rules_restore(struct vpd_held_rules *h);
+/*
+ * Rule id of table's counters as its client sees them: *packets and
+ * *bytes are OVS's (since the rule was last made in OVS), and become what
+ * was counted before plus those; never less than an earlier answer
+ * (counters that went back without a restore noted, e.g. the flow made
+ * again by someone else, count from there).  false (nothing changed): the
+ * rule is not held.
+ */
+bool vpd_held_rules_count(struct vpd_held_rules *h, uint8_t table, uint32_t id,
+			  uint64_t *packets, uint64_t *bytes);
+/*
+ * Rule id of table's counters as last answered (OVS cannot say now: it
+ * restarted and the rule is not made again yet).  false: not held.
+ */
+bool vpd_held_rules_counted(const struct vpd_held_rules *h, uint8_t table, uint32_t id,
+			    uint64_t *packets, uint64_t *bytes);
+
 #endif

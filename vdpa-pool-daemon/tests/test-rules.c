@@ -2,7 +2,9 @@
 /*
  * Unit tests of a guest's rules (rules.h): what a FLOW_ADD may ask (each
  * refusal's errno and sentence), whose VFs it may name, the VLAN it may
- * push, the tables, the change budget, the pool options.
+ * push, the tables, the change budget, the pool options; what OVS holds
+ * of them (struct vpd_held_rules): each table made again as it was after
+ * ovs-vswitchd restarted, and counters that never go back.
  */
 #include "rules.h"
 
@@ -390,6 +392,121 @@ static void test_random(struct fixture *f, gconstpointer data)
 	g_rand_free(rnd);
 }
 
+/* A change of table: del_table, then ids to delete, then ids to add. */
+static struct vpd_rule_change *change(uint8_t table, bool del_table, const uint32_t *del,
+				      unsigned n_del, const uint32_t *add, unsigned n_add)
+{
+	struct vpd_rule_change *c = vpd_rule_change_new(table);
+
+	c->del_table = del_table;
+	g_array_append_vals(c->del, del, n_del);
+	for (unsigned i = 0; i < n_add; i++) {
+		struct vpd_rule r = { .id = add[i], .table = table, .priority = add[i] };
+
+		g_ptr_array_add(c->add, g_memdup2(&r, sizeof(r)));
+	}
+	return c;
+}
+
+static void note(struct vpd_held_rules *h, struct vpd_rule_change *c, bool ok)
+{
+	vpd_held_rules_note(h, c, ok);
+	vpd_rule_change_free(c);
+}
+
+/* The tables a restore makes: "T:id,id;" each. */
+static char *restore_text(struct vpd_held_rules *h)
+{
+	g_autoptr(GPtrArray) tables = vpd_held_rules_restore(h);
+	GString *s = g_string_new(NULL);
+
+	for (unsigned i = 0; i < tables->len; i++) {
+		const struct vpd_rule_change *c = tables->pdata[i];
+
+		g_assert_true(c->del_table);
+		g_assert_cmpuint(c->del->len, ==, 0);
+		g_string_append_printf(s, "%u:", c->table);
+		for (unsigned j = 0; j < c->add->len; j++) {
+			const struct vpd_rule *r = c->add->pdata[j];
+
+			g_assert_cmpuint(r->table, ==, c->table);
+			g_assert_cmpuint(r->priority, ==, r->id);
+			g_string_append_printf(s, "%s%u", j ? "," : "", r->id);
+		}
+		g_string_append_c(s, ';');
+	}
+	return g_string_free(s, false);
+}
+
+/* Counters as a client sees them, OVS having counted p packets of 100 bytes. */
+static uint64_t seen(struct vpd_held_rules *h, uint8_t table, uint32_t id, uint64_t p)
+{
+	uint64_t packets = p, bytes = 100 * p;
+
+	g_assert_true(vpd_held_rules_count(h, table, id, &packets, &bytes));
+	g_assert_cmpuint(bytes, ==, 100 * packets);
+	return packets;
+}
+
+/*
+ * What OVS holds: committed changes, failed adds left out, failed
+ * deletions counted; each table made again by a restore as it was, in
+ * table order; counters that go on across restores.
+ */
+static void test_held(void)
+{
+	static const uint32_t ids123[] = { 1, 2, 3 }, id2[] = { 2 }, id4[] = { 4 }, id9[] = { 9 };
+	struct vpd_held_rules h;
+	g_autofree char *before = NULL, *after = NULL, *again = NULL, *gone = NULL;
+	uint64_t packets, bytes;
+
+	vpd_held_rules_init(&h);
+	g_assert_false(vpd_held_rules_count(&h, 1, 1, &(uint64_t){ 0 }, &(uint64_t){ 0 }));
+	note(&h, change(7, false, NULL, 0, ids123, 3), true);
+	note(&h, change(1, false, NULL, 0, id9, 1), true);
+	note(&h, change(7, false, NULL, 0, id4, 1), false);  /* refused: not held */
+	note(&h, change(7, false, id2, 1, NULL, 0), false);  /* deleted: the server forgot it */
+	note(&h, change(3, false, NULL, 0, id4, 1), false);  /* no table from a refusal */
+	before = restore_text(&h);
+	g_assert_cmpstr(before, ==, "1:9;7:1,3;");
+
+	/*
+	 * OVS counts 5; it restarts; a restore; OVS counts 7 (more than
+	 * before the restart) before it is asked: 12
+	 */
+	g_assert_cmpuint(seen(&h, 7, 1, 5), ==, 5);
+	after = restore_text(&h);
+	g_assert_cmpstr(after, ==, before);
+	g_assert_true(vpd_held_rules_counted(&h, 7, 1, &packets, &bytes));
+	g_assert_cmpuint(packets, ==, 5);
+	g_assert_cmpuint(bytes, ==, 500);
+	g_assert_cmpuint(seen(&h, 7, 1, 7), ==, 12);
+	/* twice in a row (a sync that failed after its restore) counts once */
+	g_free(restore_text(&h));
+	g_free(restore_text(&h));
+	g_assert_cmpuint(seen(&h, 7, 1, 1), ==, 13);
+	/* OVS's counter went back without a restore: never less than before */
+	g_assert_cmpuint(seen(&h, 7, 1, 10), ==, 22);
+	g_assert_cmpuint(seen(&h, 7, 1, 3), ==, 25);
+	/* another rule's counters are its own */
+	g_assert_cmpuint(seen(&h, 7, 3, 1), ==, 1);
+
+	/* deleted and added again: a new rule, counting from 0 */
+	note(&h, change(7, false, ids123, 1, NULL, 0), true);
+	note(&h, change(7, false, NULL, 0, ids123, 1), true);
+	g_assert_cmpuint(seen(&h, 7, 1, 0), ==, 0);
+	/* a table cleared (its client closed): gone, even if OVS failed */
+	note(&h, change(1, true, NULL, 0, NULL, 0), false);
+	gone = restore_text(&h);
+	g_assert_cmpstr(gone, ==, "7:1,3;");
+	g_assert_false(vpd_held_rules_counted(&h, 1, 9, &packets, &bytes));
+	/* a table whose rules were all deleted is still made (it has miss flows) */
+	note(&h, change(7, false, ids123, 3, NULL, 0), true);
+	again = restore_text(&h);
+	g_assert_cmpstr(again, ==, "7:;");
+	vpd_held_rules_clear(&h);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -400,5 +517,6 @@ int main(int argc, char **argv)
 	g_test_add("/rules/random", struct fixture, NULL, setup, test_random, teardown);
 	g_test_add_func("/rules/tables", test_tables);
 	g_test_add_func("/rules/bucket", test_bucket);
+	g_test_add_func("/rules/held", test_held);
 	return g_test_run();
 }
