@@ -84,9 +84,10 @@ class Root:
     """A fresh root unpacked from the tarball into a new folder under
     BASE (removed by close)."""
 
-    def __init__(self, mnt=None):
+    def __init__(self, binds=None):
         self.d = tempfile.mkdtemp(prefix="root-", dir=BASE)
-        self.mnt = mnt        # a host folder seen read-only at /mnt
+        # {folder in the root (it exists there): host folder}, read-only
+        self.binds = binds or {}
         d = self.d
         subprocess.run(["tar", "--zstd", "-C", d, "-xf", TARBALL], check=True)
         shutil.copy("/etc/resolv.conf", os.path.join(d, "etc/resolv.conf"))
@@ -99,11 +100,11 @@ class Root:
         CompletedProcess (stdout and stderr together, as text)."""
         r_ = shlex.quote(self.d)
         mounts = [f"mount -t proc proc {r_}/proc",
-                  f"mount --bind /dev {r_}/dev",
+                  f"mount --rbind /dev {r_}/dev",
                   f"mount --bind {shlex.quote(LISTS)} {r_}/var/lib/apt/lists",
                   f"mount --bind {shlex.quote(ARCHIVES)} {r_}/var/cache/apt/archives"]
-        if self.mnt:
-            mounts.append(f"mount --bind -o ro {shlex.quote(self.mnt)} {r_}/mnt")
+        for inside, host in self.binds.items():
+            mounts.append(f"mount --bind -o ro {shlex.quote(host)} {r_}{shlex.quote(inside)}")
         script = " && ".join(mounts) + (
             f" && exec chroot {r_} /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin"
             " HOME=/root LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive /bin/sh -c "

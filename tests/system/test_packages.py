@@ -5,12 +5,13 @@ scripts/package builds vsriov-qemu and vdpa-pool-daemon from this run's
 builds (and fails on a lintian error); then, in a clean Debian 12 root
 (debootstrap's minbase with Debian's sources only, harness/debroot.py),
 `apt-get install ./*.deb` must find every dependency in Debian; the
-installed QEMU must start a virtual PF with its firmware and answer
-query-vsriov; `vdpa-poolctl check` must accept the example configuration
-and the shipped default, which defines no pool; the daemon's units must
-be enabled and its group made; removal keeps only the conffile, and purge
-leaves nothing: a second install, remove and purge cycle must give back
-the very same file list, and nothing named after our packages may stay."""
+installed QEMU must start a virtual PF with its firmware, answer
+query-vsriov and pass our qtests; `vdpa-poolctl check` must accept the
+example configuration and the shipped default, which defines no pool;
+the daemon's units must be enabled and its group made; removal keeps
+only the conffile, and purge leaves nothing: a second install, remove
+and purge cycle must give back the very same file list, and nothing
+named after our packages may stay."""
 import glob
 import json
 import os
@@ -26,6 +27,9 @@ from harness import debroot, paths
 pytestmark = pytest.mark.slow
 
 OURS = ("vsriov-qemu", "vdpa-pool-daemon")
+QTESTS = os.path.join(paths.QEMU_BUILD, "tests", "qtest", "vsriov")
+with open(os.path.join(paths.SRC, "tests", "qtest", "targets")) as f:
+    QTEST_TARGETS = [line.strip() for line in f if line.strip()]
 
 
 def _timed(what, times, f, *a, **kw):
@@ -70,7 +74,9 @@ def _qmp_check(root):
 def test_install_use_remove_purge(debs, artifacts):
     times = {}
     times["base root (debootstrap, 0 when cached)"] = round(debroot.ensure_tarball(), 1)
-    root = _timed("unpack the base root", times, debroot.Root, mnt=debs)
+    # The packages at /mnt; the qtests of this run's QEMU build at /srv.
+    root = _timed("unpack the base root", times, debroot.Root,
+                  {"/mnt": debs, "/srv": QTESTS})
     log = open(os.path.join(artifacts, "root.log"), "w")
 
     def run(cmd, **kw):
@@ -101,6 +107,16 @@ def test_install_use_remove_purge(debs, artifacts):
         props = run("vsriov-qemu-system-x86_64 -device virtio-net-pci,help").stdout
         assert "sriov-pool=" in props and "sriov-eswitch=" in props, props
         _timed("QEMU start with a virtual PF, query-vsriov", times, _qmp_check, root)
+        # Our qtests (built with QEMU, run by the qtest suite against the
+        # build tree) against the installed binary.
+        t0 = time.monotonic()
+        for name in QTEST_TARGETS:
+            r = run(f"cd /srv && QTEST_QEMU_BINARY=/usr/bin/vsriov-qemu-system-x86_64"
+                    f" ./{name} --tap -k", check=False, timeout=600)
+            lines = r.stdout.splitlines()
+            assert r.returncode == 0 and not [x for x in lines if x.startswith("not ok")] \
+                and [x for x in lines if x.startswith("ok")], f"{name}:\n{r.stdout[-4000:]}"
+        times["qtests against the installed QEMU"] = round(time.monotonic() - t0, 1)
         assert "qemu-system-x86_64" not in run("ls /usr/bin").stdout.replace(
             "vsriov-qemu-system-x86_64", ""), "it must not take Debian's QEMU's name"
 
