@@ -8,10 +8,11 @@ builds (and fails on a lintian error); then, in a clean Debian 12 root
 installed QEMU must start a virtual PF with its firmware, answer
 query-vsriov and pass our qtests; `vdpa-poolctl check` must accept the
 example configuration and the shipped default, which defines no pool;
-the daemon's units must be enabled and its group made; removal keeps
-only the conffile, and purge leaves nothing: a second install, remove
-and purge cycle must give back the very same file list, and nothing
-named after our packages may stay."""
+the daemon's units must be enabled and its group made; an upgrade
+keeps the admin's edit of the conffile and their disabled service;
+removal keeps only the conffile, and purge leaves nothing: a second
+install, remove and purge cycle must give back the very same file
+list, and nothing named after our packages may stay."""
 import glob
 import json
 import os
@@ -52,6 +53,24 @@ def debs(tmp_path_factory):
     return out
 
 
+def _upgrade_deb(debs, d):
+    """vdpa-pool-daemon again, its version VERSION.1: an upgrade."""
+    deb = glob.glob(os.path.join(debs, "vdpa-pool-daemon_*.deb"))[0]
+    tree = os.path.join(d, "tree")
+    subprocess.run(["dpkg-deb", "-R", deb, tree], check=True)
+    ctl = os.path.join(tree, "DEBIAN", "control")
+    with open(ctl) as f:
+        text = f.read()
+    version = re.search(r"^Version: (.*)$", text, re.M).group(1) + ".1"
+    with open(ctl, "w") as f:
+        f.write(re.sub(r"^Version: .*$", "Version: " + version, text, flags=re.M))
+    os.makedirs(os.path.join(d, "up"))
+    out = os.path.join(d, "up", f"vdpa-pool-daemon_{version}_amd64.deb")
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-Zxz", "-b", tree, out],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
 def _qmp_check(root):
     """The installed QEMU starts a q35 machine (firmware from Debian's
     packages: bios-256k.bin, efi-virtio.rom) with a virtual PF and two
@@ -71,12 +90,14 @@ def _qmp_check(root):
     return r
 
 
-def test_install_use_remove_purge(debs, artifacts):
+def test_install_use_remove_purge(debs, artifacts, tmp_path):
     times = {}
     times["base root (debootstrap, 0 when cached)"] = round(debroot.ensure_tarball(), 1)
-    # The packages at /mnt; the qtests of this run's QEMU build at /srv.
+    upgrade = _upgrade_deb(debs, str(tmp_path))
+    # The packages at /mnt, the upgrade at /opt, the qtests of this run's
+    # QEMU build at /srv.
     root = _timed("unpack the base root", times, debroot.Root,
-                  {"/mnt": debs, "/srv": QTESTS})
+                  {"/mnt": debs, "/opt": os.path.dirname(upgrade), "/srv": QTESTS})
     log = open(os.path.join(artifacts, "root.log"), "w")
 
     def run(cmd, **kw):
@@ -135,6 +156,19 @@ def test_install_use_remove_purge(debs, artifacts):
         run("test -f /usr/share/man/man8/vdpa-pool-daemon.8.gz"
             " && test -f /usr/share/man/man8/vdpa-poolctl.8.gz"
             " && test -f /usr/share/man/man1/vsriov-qemu-system-x86_64.1.gz")
+
+        # An upgrade (the same package, a higher version): the admin's
+        # edit of the conffile and their disabling of the service are kept.
+        run("sed -i 's/^#ovs-bridge = br-vsriov/ovs-bridge = br-admin/' /etc/vdpa-pool-daemon.conf"
+            " && systemctl disable vdpa-pool-daemon.service")
+        _timed("apt-get install (upgrade of the daemon)", times, run,
+               "apt-get install -y ./opt/" + os.path.basename(upgrade))
+        st = run("dpkg-query -W -f '${Version}' vdpa-pool-daemon").stdout
+        assert st.endswith(".1"), st
+        assert "OVS bridge br-admin" in run("vdpa-poolctl check /etc/vdpa-pool-daemon.conf").stdout
+        # (the service's Also= took the socket with it)
+        wants = run("ls /etc/systemd/system/*.wants").stdout
+        assert "vdpa-pool-daemon" not in wants, wants
 
         # 4. Remove, then purge; then the same again from the state the
         # first purge left (dependencies installed): the file lists must
