@@ -9,6 +9,8 @@ Commands run in it through chroot in a mount namespace of their own
 command, whatever happens to the test.  apt's package lists and
 downloaded .debs live outside the root ($VSRIOV_CACHE/pkg-test/lists,
 archives), bind-mounted, so a second run downloads nothing it has."""
+import fcntl
+import glob
 import os
 import shlex
 import shutil
@@ -49,10 +51,17 @@ def ensure_tarball():
     """The cached base root's tarball, made (debootstrap, a few minutes)
     when missing or made from another recipe.  Returns the seconds spent."""
     t0 = time.monotonic()
+    os.makedirs(BASE, exist_ok=True)
+    with open(APT_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)      # one maker at a time
+        _make_tarball()
+    return time.monotonic() - t0
+
+
+def _make_tarball():
     stamp = TARBALL + ".recipe"
     if os.path.exists(TARBALL) and os.path.exists(stamp) and open(stamp).read() == RECIPE:
-        return 0.0
-    os.makedirs(BASE, exist_ok=True)
+        return
     tmp = os.path.join(BASE, "root.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     _log(f"debootstrap --variant=minbase bookworm from {MIRROR} (once; kept in {TARBALL})")
@@ -77,7 +86,6 @@ def ensure_tarball():
     with open(stamp, "w") as f:
         f.write(RECIPE)
     shutil.rmtree(tmp)
-    return time.monotonic() - t0
 
 
 class Root:
@@ -85,6 +93,10 @@ class Root:
     BASE (removed by close)."""
 
     def __init__(self, binds=None):
+        # Roots of runs that were killed before their close (a day old).
+        for old in glob.glob(os.path.join(BASE, "root-*")):
+            if time.time() - os.stat(old).st_mtime > 86400:
+                shutil.rmtree(old, ignore_errors=True)
         self.d = tempfile.mkdtemp(prefix="root-", dir=BASE)
         # {folder in the root (it exists there): host folder}, read-only
         self.binds = binds or {}
