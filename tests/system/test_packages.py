@@ -7,12 +7,13 @@ builds (and fails on a lintian error); then, in a clean Debian 12 root
 `apt-get install ./*.deb` must find every dependency in Debian; the
 installed QEMU must start a virtual PF with its firmware, answer
 query-vsriov and pass our qtests; `vdpa-poolctl check` must accept the
-example configuration and the shipped default, which defines no pool;
-the daemon's units must be enabled and its group made; an upgrade
-keeps the admin's edit of the conffile and their disabled service;
-removal keeps only the conffile, and purge leaves nothing: a second
-install, remove and purge cycle must give back the very same file
-list, and nothing named after our packages may stay."""
+example configuration and the shipped default, which defines no pool,
+and the installed daemon must start on it with nothing to serve; the
+daemon's units must be enabled and its group made; an upgrade keeps the
+admin's edit of the conffile and their disabled service; removal keeps
+only the conffile, and purge leaves nothing: a second install, remove
+and purge cycle must give back the very same file list, and nothing
+named after our packages may stay."""
 import glob
 import json
 import os
@@ -149,6 +150,15 @@ def test_install_use_remove_purge(debs, artifacts, tmp_path):
         default = run("vdpa-poolctl check /etc/vdpa-pool-daemon.conf").stdout
         assert default.startswith("socket /run/vdpa-pool-daemon/api.sock") and \
             not re.search(r"^(pf|pool) ", default, re.M), default
+        # The installed daemon runs on it: ready, with nothing to serve
+        # (--fake-vhost-dir: no provisioning, as the root has no vdpa
+        # module; its socket and state in /tmp), and stops on SIGTERM.
+        out = run("d=/tmp/vpd && mkdir -p $d/fake && "
+                  "{ vdpa-pool-daemon -c /etc/vdpa-pool-daemon.conf --socket $d/api.sock"
+                  " --state $d/state --fake-vhost-dir $d/fake >$d/out 2>&1 & pid=$!; } && "
+                  "for i in $(seq 100); do grep -q '^READY' $d/out && break; sleep 0.1; done; "
+                  "kill -TERM $pid; wait $pid; echo exit=$?; cat $d/out").stdout
+        assert "ready: 0 pooled VF(s)" in out and "\nREADY" in out and "exit=0" in out, out
         assert run("getent group vdpa-pool").stdout.startswith("vdpa-pool:x:")
         wants = run("ls /etc/systemd/system/sockets.target.wants"
                     " /etc/systemd/system/multi-user.target.wants").stdout
