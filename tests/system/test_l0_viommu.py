@@ -24,8 +24,8 @@ import re
 import pytest
 
 from harness import stock
-from system.guest_net import FIND_PF, vf_into_netns
-from system.test_l0_stock_kernels import tap_counters, wait_bound
+from system.guest_net import FIND_PF
+from system.test_l0_stock_kernels import vfs_ping_through_taps, wait_bound
 from system.test_l0_vpf import host_switch, vpf_tap_args
 
 pytestmark = pytest.mark.slow
@@ -88,17 +88,7 @@ def test_vfs_dma_through_the_viommu_as_the_pf(netns, guest_factory, artifacts):
 
     g.wait_until(" && ".join(f"ls /sys/bus/pci/devices/{vf}/virtio*/net/ | grep -q ."
                              for vf in vfs), timeout=30)
-    vf_into_netns(g, pf, 0, "a", "10.34.0.1/24")
-    vf_into_netns(g, pf, 1, "b", "10.34.0.2/24")
-    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP && "
-                 "ip -n b link show pod0 | grep -q LOWER_UP", timeout=30)
-    taps = [f"tvf{i}" for i in range(NUM_VFS)]
-    before = tap_counters(host, taps)
-    res = g.run("ip netns exec a ping -c 3 -W 5 10.34.0.2", timeout=60)
-    assert res.ok and " 0% packet loss" in res.stdout, f"VF 0 did not reach VF 1:\n{res}"
-    after = tap_counters(host, taps)
-    for t in taps:
-        assert all(after[t][j] - before[t][j] >= 3 for j in (0, 1)), (t, before, after)
+    vfs_ping_through_taps(g, host, pf, "10.34.0", "vIOMMU")
 
     # Every VF's DMA was translated by the vIOMMU (bus:slot.func as the
     # guest numbers them: the PF's bus, functions 1 and 2).
