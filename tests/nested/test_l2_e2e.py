@@ -535,11 +535,28 @@ def test_vm_on_vduse_ports_migrates_with_its_pods(system):
     downtime explains; on the destination the pods' VF ports carry the
     VLAN the guest set, the source's VFs go back to the pool and their
     ports to VLAN 4095 (nothing passes), and a restart of the daemon
-    afterwards changes none of it."""
+    afterwards changes none of it.  Then the CNI's DEL of each pod gives
+    its VF back the MAC it had before ADD, the source VF's daemon MAC,
+    which the destination's VF took for its own when the source let its
+    VF go (the guest and the switch both show it)."""
     s = system
     l1, src = s.l1, s.l2
     no_vfs(s)
     s.enable_vfs(2)
+
+    def vf_macs(vm):
+        # each VF's MAC as the guest's PF reports it, and its port's in OVS
+        # (the destination's VF ports are those of VLAN 100 there)
+        text = vm.check(f"ip link show {s.pf_dev}")
+        return {int(vf): mac for vf, mac in
+                re.findall(r"^\s+vf (\d+)\s+link/ether ([0-9a-f:]{17})", text, re.M)}
+
+    def port_macs(vfs):
+        return sorted(l1.check(f"ovs-vsctl get Interface {vf_port(vf)} "
+                               "external_ids:attached-mac").strip().strip('"') for vf in vfs)
+
+    before_add = vf_macs(src)
+    assert sorted(before_add) == [0, 1], before_add
     for pod in ("a", "b"):
         s.add_pod(pod, *PODS[pod])
     src.wait_until("ip -n a link show net1 | grep -q LOWER_UP && "
@@ -614,12 +631,14 @@ def test_vm_on_vduse_ports_migrates_with_its_pods(system):
                               for vf, t in after.items()), timeout=60)
     assert s.ping("a", "10.40.0.2") == 3
 
-    # The pods go without the CNI's DEL, which gives a VF back the MAC it
-    # had before ADD: here the source VF's daemon MAC, which the daemon
-    # refuses the destination's VF (EPERM; docs/user-guide.md, "Live
-    # migration", says so).  The VFs go back to the pool.
+    # The CNI's DEL gives each VF back the MAC it had before ADD: the
+    # source VF's daemon MAC, the destination's VF's own since the source
+    # let its VF go (kept across the daemon's restart above).
     for pod in ("a", "b"):
-        dst.check(f"ip netns del {pod} && rm -f /tmp/{pod}.json")
+        s.del_pod(pod)
+    assert vf_macs(dst) == before_add, (before_add, vf_macs(dst))
+    assert port_macs(vf for vf in after if after[vf] == "100") == \
+        sorted(before_add.values()), before_add
     s.enable_vfs(0)
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
 

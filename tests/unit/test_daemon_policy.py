@@ -91,6 +91,46 @@ def test_mac_hands_over_with_the_sources_token_only():
         test_daemon.finish_daemon(dm)
 
 
+def test_handed_over_vf_takes_the_sources_daemon_mac():
+    """After a migration, SR-IOV CNI's DEL gives the destination's VF the MAC
+    it had before ADD: the source VF's daemon MAC.  Once the source lets
+    its VF go, the destination's VF has that daemon MAC for its own (the
+    two VFs swap theirs), so the DEL is taken, also after a restart of the
+    daemon (the state file); the source's VF is offered again at once,
+    with the destination's former daemon MAC."""
+    dm = test_daemon.make_daemon(config=test_daemon.CONFIG.replace(
+        "mac-policy = any\n", "mac-policy = any\nmac-handover = token\n"))
+    pod = "02:00:00:00:0a:01"
+    dst = dm.client()       # (open while the daemon restarts: its claim stays)
+    try:
+        with dm.client() as src:
+            s = claim_one(src, "a", handover=True)
+            src.set_attrs(s["HANDLE"], mac=pod, vlan=100)            # the CNI's ADD
+            d = claim_one(dst, "a")
+            dst.set_attrs(d["HANDLE"], mac=pod, vlan=100, handover=src.handover)
+            # (while the source holds it, its daemon MAC is its own)
+            with pytest.raises(vpd.DaemonError) as e:
+                dst.set_attrs(d["HANDLE"], mac=s["MAC"])
+            assert e.value.errno == errno.EADDRINUSE, e.value
+        test_daemon.wait_free(dm, "a", 2, timeout=10)                # the source QEMU ended
+        log = dm.logtext()
+        dm.stop()
+        dm.start()
+        with dm.client() as again:        # (the same process: its claim back)
+            (v,) = again.query()
+            assert (v["HANDLE"], v["MAC"]) == (d["HANDLE"], pod), v
+            out = again.set_attrs(d["HANDLE"], mac=s["MAC"], vlan=0)  # the CNI's DEL
+            assert out["MAC"] == s["MAC"], out
+            with dm.client() as other:
+                got = {v["VF_INDEX"]: v["MAC"] for v, fd in other.claim("a", 2)
+                       if os.close(fd) is None}
+            assert got[s["VF_INDEX"]] == d["MAC"], (got, s, d)
+        assert f"VF {d['VF_INDEX']} of pool 'a' took over the MAC of VF {s['VF_INDEX']}" in log
+    finally:
+        test_daemon.finish_daemon(dm)
+        dst.close()
+
+
 def test_daemon_refuses_pools_sharing_a_vlan_on_its_bridge(tmp_path):
     conf = tmp_path / "vpd.conf"
     conf.write_text(f"[daemon]\nsocket = {tmp_path}/api.sock\nstate = {tmp_path}/state\n"

@@ -93,7 +93,7 @@ def test_state_records_boot_id_and_start_time(daemon):
     with open("/proc/sys/kernel/random/boot_id") as f:
         assert f"boot-id={f.read().strip()}\n" in text
     assert f"pid={p.pid}\nstart-time={start_time(p.pid)}\n" in text
-    assert "version=2\n" in text
+    assert "version=3\n" in text
     daemon.start()
     assert reconnect(p) != []           # the same process gets its claim back
     p.kill()
@@ -163,7 +163,7 @@ def test_old_state_file_claims_are_released(daemon):
     assert "[claim b 3]: the state file (format 1) does not say which process" in log
     assert free_count(daemon, "b") == 1 and free_count(daemon, "a") == 3
     assert reconnect(p) == []
-    assert "version=2\n" in read(daemon)     # written in today's format
+    assert "version=3\n" in read(daemon)     # written in today's format
     p.kill()
 
 

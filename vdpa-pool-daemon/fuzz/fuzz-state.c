@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char conf[] =
 	"[pf pf0]\nnum-vfs = 8\n[pf pf1]\nnum-vfs = 2\n"
 	"[pool a]\npf = pf0\nvfs = 0-3\nvlans = 100-199\nmac-policy = prefix 02\n"
-	"[pool b]\npf = pf1\nvfs = 0-1\n";
+	"[pool b]\npf = pf1\nvfs = 0-1\n"
+	"[pool c]\npf = pf0\nvfs = 4-7\nmac-policy = any\nmac-handover = token\n";
 
 /* The reader's warnings are expected here; writing them costs runs. */
 static GLogWriterOutput drop(GLogLevelFlags level, const GLogField *fields, gsize n,

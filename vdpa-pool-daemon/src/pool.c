@@ -207,6 +207,83 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 	return true;
 }
 
+/* e and o swap their daemon MACs; a free one's attributes follow. */
+static void swap_default_macs(struct vpd_entry *e, struct vpd_entry *o)
+{
+	uint8_t mac[6];
+
+	memcpy(mac, e->default_mac, 6);
+	memcpy(e->default_mac, o->default_mac, 6);
+	memcpy(o->default_mac, mac, 6);
+	if (!e->claimed)
+		vpd_entry_default_attrs(e, &e->attrs);
+	if (!o->claimed)
+		vpd_entry_default_attrs(o, &o->attrs);
+}
+
+/*
+ * e (claimed or not) is let go: the VF that took over its MAC, if any,
+ * takes its daemon MAC (see mac_from); returns that VF.  One that uses
+ * its own daemon MAC (a change the datapath refused, undone) does not.
+ */
+static struct vpd_entry *hand_over(struct vpd_pools *pools, struct vpd_entry *e)
+{
+	struct vpd_entry *heir = NULL;
+
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *o = pools->entries->pdata[i];
+
+		if (!o->claimed || o->mac_from != e->handle + 1)
+			continue;
+		o->mac_from = 0;
+		if (!heir && memcmp(o->attrs.mac, o->default_mac, 6)) {
+			swap_default_macs(e, o);
+			heir = o;
+		}
+	}
+	return heir;
+}
+
+unsigned vpd_pools_settle_handovers(struct vpd_pools *pools)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *o = pools->entries->pdata[i];
+		struct vpd_entry *src;
+
+		if (!o->claimed || !o->mac_from)
+			continue;
+		src = o->mac_from - 1 < pools->entries->len ?
+		      pools->entries->pdata[o->mac_from - 1] : NULL;
+		if (!src || src->pool != o->pool) {
+			o->mac_from = 0;
+			continue;
+		}
+		if (!src->claimed)
+			n += hand_over(pools, src) != NULL;
+	}
+	return n;
+}
+
+bool vpd_pools_take_default_mac(struct vpd_pools *pools, struct vpd_entry *e,
+				const uint8_t mac[6])
+{
+	if (!memcmp(e->default_mac, mac, 6))
+		return true;
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *o = pools->entries->pdata[i];
+
+		if (o == e || o->pool != e->pool || memcmp(o->default_mac, mac, 6))
+			continue;
+		if (o->claimed)
+			return false;
+		swap_default_macs(e, o);
+		return true;
+	}
+	return false;
+}
+
 static void entry_reset(struct vpd_entry *e)
 {
 	e->claimed = false;
@@ -218,6 +295,7 @@ static void entry_reset(struct vpd_entry *e)
 	g_clear_pointer(&e->rep_port, g_free);
 	e->rep_ifindex = 0;
 	e->flow_table = 0;
+	e->mac_from = 0;
 	vpd_entry_default_attrs(e, &e->attrs);
 }
 
@@ -233,12 +311,16 @@ static bool check_owner(const struct vpd_entry *e, uint64_t client, GError **err
 }
 
 bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
-		       uint64_t client, GError **error)
+		       uint64_t client, struct vpd_entry **heir, GError **error)
 {
-	(void)pools;
+	struct vpd_entry *h;
+
 	if (!check_owner(e, client, error))
 		return false;
 	entry_reset(e);
+	h = hand_over(pools, e);
+	if (heir)
+		*heir = h;
 	return true;
 }
 
@@ -251,6 +333,7 @@ unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client)
 
 		if (e->claimed && e->client == client) {
 			entry_reset(e);
+			hand_over(pools, e);
 			n++;
 		}
 	}
@@ -317,18 +400,18 @@ static bool same_vm(const struct vpd_entry *e, const struct vpd_entry *o,
 	return false;
 }
 
-/* Whether mac is the daemon's or the current MAC of a VF of e's VM. */
-static bool vm_mac(const struct vpd_pools *pools, const struct vpd_entry *e,
-		   const uint8_t mac[6], uint64_t handover_from)
+/* The VF of e's VM whose daemon's or current MAC mac is; NULL: none. */
+static const struct vpd_entry *vm_mac(const struct vpd_pools *pools, const struct vpd_entry *e,
+				      const uint8_t mac[6], uint64_t handover_from)
 {
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *o = pools->entries->pdata[i];
 
 		if (o != e && same_vm(e, o, handover_from) &&
 		    (!memcmp(mac, o->default_mac, 6) || !memcmp(mac, o->attrs.mac, 6)))
-			return true;
+			return o;
 	}
-	return false;
+	return NULL;
 }
 
 static bool mac_taken(const struct vpd_pools *pools, const struct vpd_entry *e,
@@ -363,6 +446,7 @@ bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
 {
 	const struct vpd_pool *p = e->pool;
 	static const uint8_t zero[6];
+	const struct vpd_entry *from = NULL;
 	bool keep_mac, own_mac, current;
 
 	if (!check_owner(e, client, error))
@@ -377,7 +461,9 @@ bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
 	 * that another VF of the same VM has (a migration's hand-over).
 	 */
 	keep_mac = !memcmp(a->mac, e->attrs.mac, 6);
-	own_mac = keep_mac || !memcmp(a->mac, e->default_mac, 6) || vm_mac(pools, e, a->mac, handover_from);
+	own_mac = keep_mac || !memcmp(a->mac, e->default_mac, 6);
+	if (!own_mac)
+		own_mac = (from = vm_mac(pools, e, a->mac, handover_from)) != NULL;
 	if (p->mac_policy == VPD_MAC_LOCKED && !own_mac)
 		return invalid(error, "pool '%s' does not let clients change VF MACs", p->name);
 	if (p->mac_policy == VPD_MAC_PREFIX && !own_mac &&
@@ -422,6 +508,13 @@ bool vpd_pools_set_attrs_from(struct vpd_pools *pools, struct vpd_entry *e,
 		return invalid(error, "min tx rate %u above max tx rate %u", a->min_tx_rate,
 			       a->max_tx_rate);
 	e->attrs = *a;
+	/*
+	 * A hand-over: the VF it came from is the one whose daemon MAC this
+	 * one takes when that one goes (a migration's source, or the VF that
+	 * took it before).  Restored claims have theirs from the state file.
+	 */
+	if (from && handover_from != VPD_HANDOVER_RESTORED)
+		e->mac_from = from->handle + 1;
 	return true;
 }
 

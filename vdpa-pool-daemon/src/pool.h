@@ -42,7 +42,12 @@ struct vpd_entry {
 	unsigned handle;              /* index in vpd_pools.entries: the API's HANDLE */
 	const struct vpd_pool *pool;
 	unsigned vf;                  /* VF index of pool->pf */
-	uint8_t default_mac[6];       /* the daemon's MAC of it, no other entry's */
+	/*
+	 * The daemon's MAC of it, no other entry's: a stable one per PF and
+	 * VF (vpd_pools_new()), unless a migration's hand-over swapped it
+	 * with the source VF's (mac_from, vpd_pools_release()).
+	 */
+	uint8_t default_mac[6];
 	bool claimed;
 	/*
 	 * Not offered to claims: its vhost-vdpa device could not be opened
@@ -74,6 +79,16 @@ struct vpd_entry {
 	 * (policy.h) instead of straight to the representor port.
 	 */
 	uint8_t flow_table;
+	/*
+	 * While claimed: the VF of the same pool (its handle + 1; 0: none)
+	 * whose MAC this one took over through a hand-over (a migration's
+	 * destination from its source, vpd_pools_set_attrs_from()).  When
+	 * that VF is released first, the hand-over is complete: this one
+	 * takes that VF's daemon MAC for its own, and that VF this one's
+	 * (they swap), so the MAC the guest's VF had from the daemon on the
+	 * source (the one SR-IOV CNI's DEL sets back) is its own here.
+	 */
+	unsigned mac_from;
 };
 
 struct vpd_pools {
@@ -100,12 +115,34 @@ bool vpd_pools_claim(struct vpd_pools *pools, const char *pool, uint64_t client,
 		     uid_t uid, gid_t gid, pid_t pid, guint64 start_time, const char *owner,
 		     unsigned n, GPtrArray *out, GError **error);
 
-/* Release one entry held by client; its attributes go back to defaults. */
+/*
+ * Release one entry held by client; its attributes go back to defaults.
+ * When a claimed VF had taken over e's MAC through a hand-over (e is a
+ * migration's source) and does not use its own daemon MAC, the two swap
+ * their daemon MACs (see mac_from) before e's attributes go back to its
+ * (new) defaults; *heir (if given) is that VF, whose daemon MAC changed,
+ * else NULL.
+ */
 bool vpd_pools_release(struct vpd_pools *pools, struct vpd_entry *e,
-		       uint64_t client, GError **error);
+		       uint64_t client, struct vpd_entry **heir, GError **error);
 
 /* Release everything client holds (it disconnected); returns how many. */
 unsigned vpd_pools_release_client(struct vpd_pools *pools, uint64_t client);
+
+/*
+ * Complete the hand-overs whose source VF is no longer claimed (a state
+ * file restored: the source's claimant went while the daemon was away),
+ * as vpd_pools_release() does.  Returns how many.
+ */
+unsigned vpd_pools_settle_handovers(struct vpd_pools *pools);
+
+/*
+ * Make the daemon's MAC of e mac, which another entry of e's pool has:
+ * the two swap (a state file's record).  False, changing nothing, when
+ * no entry of the pool has it or the one that has it is claimed.
+ */
+bool vpd_pools_take_default_mac(struct vpd_pools *pools, struct vpd_entry *e,
+				const uint8_t mac[6]);
 
 /*
  * Check attrs against e's pool and ownership; on success, store them.  A

@@ -336,15 +336,27 @@ static void rep_remove(struct vpd_server *s, struct vpd_entry *e)
  */
 static void release_entry(struct vpd_server *s, struct vpd_entry *e, uint64_t client)
 {
+	struct vpd_entry *heir = NULL;
 	uint8_t mac[6];
 
 	rep_remove(s, e);
 	memcpy(mac, e->attrs.mac, 6);
-	vpd_pools_release(s->pools, e, client, NULL);
+	vpd_pools_release(s->pools, e, client, &heir, NULL);
 	if (memcmp(mac, e->attrs.mac, 6))
 		set_vdpa_mac(s, e, e->attrs.mac, NULL);
 	apply_unwaited(s, e, "resetting its datapath");
 	save(s, e);
+	if (heir) {
+		const uint8_t *m = heir->default_mac;
+
+		g_message("VF %u of pool '%s' took over the MAC of VF %u (a migration's hand-over, "
+			  "complete): its daemon MAC is %02x:%02x:%02x:%02x:%02x:%02x now, VF %u's "
+			  "%02x:%02x:%02x:%02x:%02x:%02x", heir->vf, heir->pool->name, e->vf,
+			  m[0], m[1], m[2], m[3], m[4], m[5], e->vf, e->default_mac[0],
+			  e->default_mac[1], e->default_mac[2], e->default_mac[3],
+			  e->default_mac[4], e->default_mac[5]);
+		save(s, heir);
+	}
 }
 
 static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
@@ -698,7 +710,7 @@ retry:
 		while (i--)
 			close(fds[i]);
 		for (unsigned j = 0; j < got->len; j++)
-			vpd_pools_release(s->pools, got->pdata[j], c->id, NULL);
+			vpd_pools_release(s->pools, got->pdata[j], c->id, NULL, NULL);
 		g_ptr_array_set_size(got, 0);
 		if (e->vhost_path) {
 			e->quarantined = true;

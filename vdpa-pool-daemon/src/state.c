@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define STATE_VERSION 2
+#define STATE_VERSION 3
 
 G_DEFINE_QUARK(vpd-state-error-quark, vpd_state_error)
 
@@ -143,6 +143,7 @@ static bool write_snapshot(const struct vpd_pools *pools, const char *path, guin
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
 		const struct vpd_vf_attrs *a = &e->attrs;
+		const uint8_t *d = e->default_mac;
 
 		if (!e->claimed)
 			continue;
@@ -153,12 +154,19 @@ static bool write_snapshot(const struct vpd_pools *pools, const char *path, guin
 				       "\nuid=%u\npid=%d\nstart-time=%" G_GUINT64_FORMAT "\n"
 				       "mac=%02x:%02x:%02x:%02x:%02x:%02x\n"
 				       "vlan=%u\nqos=%u\nvlan-proto=%u\nspoofchk=%s\ntrust=%s\n"
-				       "link-state=%u\nmin-tx-rate=%u\nmax-tx-rate=%u\n\n",
+				       "link-state=%u\nmin-tx-rate=%u\nmax-tx-rate=%u\n"
+				       "daemon-mac=%02x:%02x:%02x:%02x:%02x:%02x\nhandover-from=",
 				       (unsigned)e->uid, (int)e->pid, e->start_time, a->mac[0],
 				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5],
 				       a->vlan, a->qos, a->vlan_proto,
 				       a->spoofchk ? "true" : "false", a->trust ? "true" : "false",
-				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate);
+				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate,
+				       d[0], d[1], d[2], d[3], d[4], d[5]);
+		if (e->mac_from)
+			g_string_append_printf(out, "%u",
+					       ((const struct vpd_entry *)
+						pools->entries->pdata[e->mac_from - 1])->vf);
+		g_string_append(out, "\n\n");
 	}
 	if (g_mkdir_with_parents(dir, 0700) < 0) {
 		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
@@ -180,6 +188,9 @@ struct record {
 	pid_t pid;
 	guint64 start_time;         /* 0: not recorded */
 	struct vpd_vf_attrs a;
+	bool has_daemon_mac;        /* (format 3) */
+	uint8_t daemon_mac[6];      /* the VF's daemon MAC (a hand-over may have swapped it) */
+	int handover_from;          /* the VF whose MAC it took over; -1: none */
 };
 
 /* A claim of a VF that no pool has any more: it may still be in use. */
@@ -232,6 +243,7 @@ static const char *pool_pf(const struct vpd_pools *pools, const char *pool)
 
 static void forget_claim(struct vpd_entry *e)
 {
+	e->mac_from = 0;
 	g_clear_pointer(&e->owner, g_free);
 	e->claimed = false;
 	e->client = 0;
@@ -263,6 +275,13 @@ static void apply_claim(struct load *ld, const struct record *r, const char *whe
 		return;
 	}
 	forget_claim(e);
+	/* its daemon MAC first (its own MAC: a hand-over's may be its source's) */
+	if (r->has_daemon_mac && !vpd_pools_take_default_mac(ld->pools, e, r->daemon_mac))
+		g_warning("%s: daemon MAC %02x:%02x:%02x:%02x:%02x:%02x is no free VF's of pool "
+			  "'%s'; the VF keeps its own", where, r->daemon_mac[0], r->daemon_mac[1],
+			  r->daemon_mac[2], r->daemon_mac[3], r->daemon_mac[4], r->daemon_mac[5],
+			  r->pool);
+	vpd_entry_default_attrs(e, &e->attrs);
 	e->claimed = true;
 	e->uid = r->uid;
 	e->pid = r->pid;
@@ -271,6 +290,11 @@ static void apply_claim(struct load *ld, const struct record *r, const char *whe
 	if (!vpd_pools_set_attrs_from(ld->pools, e, 0, &r->a, VPD_HANDOVER_RESTORED, &err)) {
 		g_warning("%s: %s; the VF keeps its defaults", where, err->message);
 		g_error_free(err);
+	}
+	if (r->handover_from >= 0) {
+		struct vpd_entry *src = find_entry(ld->pools, r->pool, r->handover_from);
+
+		e->mac_from = src && src != e ? src->handle + 1 : 0;
 	}
 }
 
@@ -332,9 +356,9 @@ static bool parse_state_group(struct load *ld, GKeyFile *kf, guint64 *gen, GErro
 	if (g_key_file_has_key(kf, "state", "version", NULL)) {
 		g_autofree char *v = g_key_file_get_value(kf, "state", "version", NULL);
 
-		if (!parse_num(v, G_MAXINT, &version) || version != STATE_VERSION)
+		if (!parse_num(v, G_MAXINT, &version) || version < 2 || version > STATE_VERSION)
 			return invalid(error, "format version '%s' unknown (this daemon reads 1 "
-				       "and %d)", v ? v : "", STATE_VERSION);
+				       "to %d)", v ? v : "", STATE_VERSION);
 	}
 	ld->version = version;
 	if (!keys_are(kf, "state", version == 1 ? v1_keys : v2_keys, error) ||
@@ -357,18 +381,24 @@ static bool parse_claim_group(struct load *ld, GKeyFile *kf, const char *g, GErr
 		"pf", "owner", "uid", "pid", "start-time", "mac", "vlan", "qos", "vlan-proto",
 		"spoofchk", "trust", "link-state", "min-tx-rate", "max-tx-rate", NULL
 	};
+	static const char *const v3_keys[] = {
+		"pf", "owner", "uid", "pid", "start-time", "mac", "vlan", "qos", "vlan-proto",
+		"spoofchk", "trust", "link-state", "min-tx-rate", "max-tx-rate", "daemon-mac",
+		"handover-from", NULL
+	};
 	g_auto(GStrv) words = g_strsplit(g, " ", 3);
 	g_autofree char *mac = NULL;
 	g_autofree char *owner = NULL;
 	g_autofree char *pf = NULL;
 	g_autofree char *where = g_strdup_printf("state file %s: [%s]", ld->path, g);
-	struct record r = {};
+	struct record r = { .handover_from = -1 };
 	guint64 vf, uid, pid, start = 0, vlan, qos, proto, link, min, max;
 
 	if (g_strv_length(words) != 3 || strcmp(words[0], "claim") ||
 	    !parse_num(words[2], 4095, &vf))
 		return invalid(error, "unknown group [%s]", g);
-	if (!keys_are(kf, g, ld->version == 1 ? v1_keys : v2_keys, error) ||
+	if (!keys_are(kf, g, ld->version == 1 ? v1_keys : ld->version == 2 ? v2_keys : v3_keys,
+		      error) ||
 	    !key_num(kf, g, "uid", G_MAXUINT32, &uid, error) ||
 	    !key_num(kf, g, "pid", G_MAXINT32, &pid, error) ||
 	    (ld->version > 1 && !key_num(kf, g, "start-time", G_MAXUINT64, &start, error)) ||
@@ -391,6 +421,20 @@ static bool parse_claim_group(struct load *ld, GKeyFile *kf, const char *g, GErr
 		pf = g_key_file_get_value(kf, g, "pf", NULL);
 		if (!pf || !*pf || strchr(pf, ' '))
 			return invalid(error, "[%s] has no valid pf", g);
+	}
+	if (ld->version > 2) {
+		g_autofree char *dmac = g_key_file_get_value(kf, g, "daemon-mac", NULL);
+		g_autofree char *from = g_key_file_get_value(kf, g, "handover-from", NULL);
+		guint64 v;
+
+		if (!parse_mac(dmac, r.daemon_mac))
+			return invalid(error, "[%s] has no valid daemon-mac", g);
+		r.has_daemon_mac = true;
+		if (from && *from && !parse_num(from, 4095, &v))
+			return invalid(error, "[%s] has no valid handover-from (a VF or nothing)",
+				       g);
+		if (from && *from)
+			r.handover_from = v;
 	}
 	r.pool = words[1];
 	r.vf = vf;
@@ -461,17 +505,21 @@ static bool parse_record_attrs(char **f, struct vpd_vf_attrs *a)
 }
 
 /*
- * A journal record of format 2 (between the generation and the checksum):
+ * A journal record of formats 2 and 3 (between the generation and the
+ * checksum):
  *   GEN claim POOL VF PF UID PID START MAC VLAN QOS PROTO SPOOFCHK TRUST LINK MIN MAX OWNER
+ *   GEN claim POOL VF PF UID PID START MAC VLAN QOS PROTO SPOOFCHK TRUST LINK MIN MAX
+ *       DAEMON_MAC HANDOVER_FROM OWNER                                      (format 3)
  *   GEN free POOL VF
- * OWNER escaped with g_strescape(), its spaces as \040.
+ * OWNER escaped with g_strescape(), its spaces as \040; HANDOVER_FROM a VF
+ * index or "-" (none).
  */
 static bool replay_record_v2(struct load *ld, char **f, guint64 gen, const char *where)
 {
 	g_autofree char *owner = NULL;
-	guint64 g, vf, uid, pid, start;
-	struct record r = {};
-	unsigned n = g_strv_length(f);
+	guint64 g, vf, uid, pid, start, from;
+	struct record r = { .handover_from = -1 };
+	unsigned n = g_strv_length(f), n_claim = ld->version > 2 ? 20 : 18;
 
 	if (n < 4 || !parse_num(f[0], G_MAXUINT64, &g) || !parse_num(f[3], 4095, &vf))
 		return false;
@@ -481,11 +529,19 @@ static bool replay_record_v2(struct load *ld, char **f, guint64 gen, const char 
 		apply_free(ld, f[2], vf);
 		return true;
 	}
-	if (strcmp(f[1], "claim") || n != 18 || !*f[4] ||
+	if (strcmp(f[1], "claim") || n != n_claim || !*f[4] ||
 	    !parse_num(f[5], G_MAXUINT32, &uid) || !parse_num(f[6], G_MAXINT32, &pid) ||
 	    !parse_num(f[7], G_MAXUINT64, &start) || !parse_record_attrs(f + 8, &r.a))
 		return false;
-	owner = g_strcompress(f[17]);
+	if (n_claim == 20) {
+		if (!parse_mac(f[17], r.daemon_mac) ||
+		    (strcmp(f[18], "-") && !parse_num(f[18], 4095, &from)))
+			return false;
+		r.has_daemon_mac = true;
+		if (strcmp(f[18], "-"))
+			r.handover_from = from;
+	}
+	owner = g_strcompress(f[n_claim - 1]);
 	if (!g_utf8_validate(owner, -1, NULL))
 		return false;
 	r.pool = f[2];
@@ -510,7 +566,7 @@ static bool replay_record_v1(struct load *ld, const char *line, guint64 gen, con
 	g_auto(GStrv) f = g_strsplit(line, " ", 16);
 	g_autofree char *owner = NULL;
 	guint64 g, vf, uid, pid;
-	struct record r = {};
+	struct record r = { .handover_from = -1 };
 	unsigned n = g_strv_length(f);
 
 	if (n < 4 || !parse_num(f[0], G_MAXUINT64, &g) || !parse_num(f[3], 4095, &vf))
@@ -705,12 +761,22 @@ bool vpd_state_parse(struct vpd_pools *pools, const char *path, const char *snap
 		.report = report,
 	};
 
+	/* (the daemon's MACs as given: a refused file leaves them so) */
+	g_autofree uint8_t *given = g_malloc(6 * pools->entries->len + 1);
+
+	for (unsigned i = 0; i < pools->entries->len; i++)
+		memcpy(given + 6 * i, ((struct vpd_entry *)pools->entries->pdata[i])->default_mac, 6);
 	report_init(report);
 	ld.strays = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, stray_free);
 	*gen = 0;
 	if (snapshot && !parse_snapshot(&ld, snapshot, len, gen, error)) {
-		for (unsigned i = 0; i < pools->entries->len; i++)
-			forget_claim(pools->entries->pdata[i]);
+		for (unsigned i = 0; i < pools->entries->len; i++) {
+			struct vpd_entry *e = pools->entries->pdata[i];
+
+			forget_claim(e);
+			memcpy(e->default_mac, given + 6 * i, 6);
+			vpd_entry_default_attrs(e, &e->attrs);
+		}
 		g_hash_table_unref(ld.strays);
 		g_free(ld.file_boot);
 		return false;
@@ -720,6 +786,8 @@ bool vpd_state_parse(struct vpd_pools *pools, const char *path, const char *snap
 	if (journal)
 		replay_journal(&ld, jpath, journal, jlen, *gen);
 	check_claimants(&ld);
+	/* hand-overs whose source's claimant went while the daemon was away */
+	vpd_pools_settle_handovers(pools);
 	g_hash_table_unref(ld.strays);
 	g_free(ld.file_boot);
 	return true;
@@ -851,15 +919,22 @@ bool vpd_state_record(struct vpd_state *st, const struct vpd_pools *pools,
 		g_auto(GStrv) words = g_strsplit(escaped, " ", -1);
 		g_autofree char *owner = g_strjoinv("\\040", words);
 
+		const uint8_t *d = e->default_mac;
+		g_autofree char *from = e->mac_from ?
+			g_strdup_printf("%u", ((const struct vpd_entry *)
+					       pools->entries->pdata[e->mac_from - 1])->vf) :
+			g_strdup("-");
+
 		body = g_strdup_printf("%" G_GUINT64_FORMAT " claim %s %u %s %u %d %"
 				       G_GUINT64_FORMAT " %02x:%02x:%02x:%02x:%02x:%02x "
-				       "%u %u %u %u %u %u %u %u %s",
+				       "%u %u %u %u %u %u %u %u "
+				       "%02x:%02x:%02x:%02x:%02x:%02x %s %s",
 				       st->gen, e->pool->name, e->vf, e->pool->pf->name,
 				       (unsigned)e->uid, (int)e->pid, e->start_time, a->mac[0],
 				       a->mac[1], a->mac[2], a->mac[3], a->mac[4], a->mac[5],
 				       a->vlan, a->qos, a->vlan_proto, a->spoofchk, a->trust,
 				       (unsigned)a->link_state, a->min_tx_rate, a->max_tx_rate,
-				       owner);
+				       d[0], d[1], d[2], d[3], d[4], d[5], from, owner);
 	} else {
 		body = g_strdup_printf("%" G_GUINT64_FORMAT " free %s %u", st->gen, e->pool->name,
 				       e->vf);

@@ -5,9 +5,12 @@
  * A snapshot and a journal.  The snapshot (PATH) is a key file: a [state]
  * group with the format version, a generation number and the boot id of
  * the host when it was written, and one group per claimed VF ("claim POOL
- * VF") with its claimant (uid, pid, start time: proc.h) and attributes.  It
- * is written whole to a temporary file and renamed over the old one, so a
- * crash leaves either the old or the new one.  Every change after it is
+ * VF") with its claimant (uid, pid, start time: proc.h), attributes, and
+ * (format 3) its daemon MAC and the VF whose MAC it took in a hand-over
+ * (pool.h's mac_from), so that a migration's hand-over outlives a restart.
+ * Formats 1 and 2 are still read.  It is written whole to a temporary
+ * file and renamed over the old one, so a crash leaves either the old or
+ * the new one.  Every change after it is
  * one record appended to the journal (PATH.journal), tagged with the
  * snapshot's generation: a change costs one short write, not a rewrite of
  * every claim.  When the journal grows long, a new snapshot (generation + 1)

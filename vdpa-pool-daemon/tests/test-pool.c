@@ -65,10 +65,10 @@ static void test_claim_release(struct fixture *f, gconstpointer data)
 	g_assert_cmpuint(got->len, ==, 3);
 
 	/* Only the owner releases. */
-	g_assert_false(vpd_pools_release(f->pools, e, 2, &err));
+	g_assert_false(vpd_pools_release(f->pools, e, 2, NULL, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_NOT_OWNER);
 	g_clear_error(&err);
-	g_assert_true(vpd_pools_release(f->pools, e, 1, &err));
+	g_assert_true(vpd_pools_release(f->pools, e, 1, NULL, &err));
 	g_assert_false(e->claimed);
 	g_assert_null(e->owner);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "a"), ==, 2);
@@ -324,7 +324,7 @@ static void test_mac_in_use(struct fixture *f, gconstpointer data)
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
 	g_clear_error(&err);
 	/* Once e8 lets go of x (release: back to its own MAC), e9 may take it. */
-	g_assert_true(vpd_pools_release(f->pools, e8, 7, &err));
+	g_assert_true(vpd_pools_release(f->pools, e8, 7, NULL, &err));
 	memcpy(a.mac, x, 6);
 	g_assert_true(vpd_pools_set_attrs(f->pools, e9, 8, &a, &err));
 	g_assert_no_error(err);
@@ -334,14 +334,17 @@ static void test_mac_in_use(struct fixture *f, gconstpointer data)
  * A VM's VF may take the MAC of another VF claimed by the same uid under
  * the same owner name (a migration: the destination's VF takes the MAC
  * the guest had on the source's); another owner name may not.  Once the
- * source lets its VF go, that VF is not offered while its own MAC is in
- * use by the destination's, and is again once that one lets go.
+ * source lets its VF go, the hand-over is complete: the destination's VF
+ * takes the source's daemon MAC for its own, so the guest may set it back
+ * (SR-IOV CNI's DEL does), and the source's VF, with the destination's
+ * daemon MAC, is offered again at once.
  */
 static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
 {
 	g_autoptr(GPtrArray) got = g_ptr_array_new();
 	g_autoptr(GError) err = NULL;
-	struct vpd_entry *src, *dst;
+	struct vpd_entry *src, *dst, *heir = NULL;
+	uint8_t src_mac[6], dst_mac[6];
 	struct vpd_vf_attrs a;
 
 	(void)data;
@@ -349,36 +352,97 @@ static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
 	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-y", 1, got, &err));
 	src = got->pdata[0];
 	dst = got->pdata[1];
+	memcpy(src_mac, src->default_mac, 6);
+	memcpy(dst_mac, dst->default_mac, 6);
 	a = dst->attrs;
 	memcpy(a.mac, src->default_mac, 6);
 	/* another VM's: refused */
 	g_assert_false(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
 	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_MAC_IN_USE);
 	g_clear_error(&err);
+	g_assert_cmpuint(dst->mac_from, ==, 0);
 	/* the same VM's (its destination claims under the source's name) */
-	g_assert_true(vpd_pools_release(f->pools, dst, 8, &err));
+	g_assert_true(vpd_pools_release(f->pools, dst, 8, &heir, &err));
+	g_assert_null(heir);
 	g_ptr_array_set_size(got, 1);
 	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
 	g_assert_true(got->pdata[1] == dst);
 	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
 	g_assert_no_error(err);
-	g_assert_cmpmem(dst->attrs.mac, 6, src->default_mac, 6);
-
-	/* The source goes: its VF is not offered while its MAC is in use. */
-	g_assert_cmpuint(vpd_pools_release_client(f->pools, 7), ==, 1);
-	g_assert_false(src->claimed);
+	g_assert_cmpmem(dst->attrs.mac, 6, src_mac, 6);
+	g_assert_cmpuint(dst->mac_from, ==, src->handle + 1);
 	/* (a later change of the destination's VF keeps the MAC it took) */
 	a.vlan = 0;
 	a.link_state = VPD_LINK_ENABLE;
 	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
 	g_assert_no_error(err);
-	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 0);
-	g_assert_false(vpd_pools_claim(f->pools, "c", 9, 0, 0, 3, 0, "p0@vm-z", 1, got, &err));
-	g_assert_error(err, VPD_POOL_ERROR, VPD_POOL_ERR_EXHAUSTED);
-	g_clear_error(&err);
-	/* ... and is once the destination lets the MAC go. */
+
+	/* The source goes: the two VFs swap their daemon MACs. */
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 7), ==, 1);
+	g_assert_false(src->claimed);
+	g_assert_cmpmem(dst->default_mac, 6, src_mac, 6);
+	g_assert_cmpmem(src->default_mac, 6, dst_mac, 6);
+	g_assert_cmpmem(src->attrs.mac, 6, dst_mac, 6);
+	g_assert_cmpuint(dst->mac_from, ==, 0);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 1);
+	/* the guest sets another MAC, then the one it had from the daemon */
+	memcpy(a.mac, (uint8_t[6]){ 0x02, 0, 0, 0, 0x0a, 0x01 }, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	memcpy(a.mac, src_mac, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_no_error(err);
+	/* the source's VF, claimed by another VM, has the other MAC */
+	g_ptr_array_set_size(got, 0);
+	g_assert_true(vpd_pools_claim(f->pools, "c", 9, 0, 0, 3, 0, "p0@vm-z", 1, got, &err));
+	g_assert_true(got->pdata[0] == src);
+	g_assert_cmpmem(src->attrs.mac, 6, dst_mac, 6);
 	g_assert_cmpuint(vpd_pools_release_client(f->pools, 8), ==, 1);
+	g_assert_cmpuint(vpd_pools_release_client(f->pools, 9), ==, 1);
 	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 2);
+}
+
+/*
+ * A migration that fails: the destination's VF goes first.  Nothing is
+ * swapped; the source's VF keeps its daemon MAC (the guest may set it
+ * back), and while the source uses the guest's MAC, the destination's
+ * VF is offered again (its own MAC is nobody's).
+ */
+static void test_failed_handover_swaps_nothing(struct fixture *f, gconstpointer data)
+{
+	static const uint8_t pod[6] = { 0x02, 0, 0, 0, 0x0a, 0x01 };
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_entry *src, *dst, *heir = NULL;
+	uint8_t src_mac[6], dst_mac[6];
+	struct vpd_vf_attrs a;
+
+	(void)data;
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
+	src = got->pdata[0];
+	dst = got->pdata[1];
+	memcpy(src_mac, src->default_mac, 6);
+	memcpy(dst_mac, dst->default_mac, 6);
+	a = src->attrs;
+	memcpy(a.mac, pod, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, src, 7, &a, &err));
+	a = dst->attrs;
+	memcpy(a.mac, pod, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, dst, 8, &a, &err));
+	g_assert_cmpuint(dst->mac_from, ==, src->handle + 1);
+	g_assert_true(vpd_pools_release(f->pools, dst, 8, &heir, &err));
+	g_assert_null(heir);
+	g_assert_cmpmem(src->default_mac, 6, src_mac, 6);
+	g_assert_cmpmem(dst->default_mac, 6, dst_mac, 6);
+	g_assert_cmpuint(vpd_pools_free_count(f->pools, "c"), ==, 1);
+	a = src->attrs;
+	memcpy(a.mac, src_mac, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, src, 7, &a, &err));
+	g_assert_no_error(err);
+	/* and its release later hands nothing over */
+	g_assert_true(vpd_pools_release(f->pools, src, 7, &heir, &err));
+	g_assert_null(heir);
+	g_assert_cmpmem(src->default_mac, 6, src_mac, 6);
 }
 
 /*
@@ -512,6 +576,8 @@ int main(int argc, char **argv)
 	g_test_add("/pool/mac-in-use", struct fixture, NULL, setup, test_mac_in_use, teardown);
 	g_test_add("/pool/mac-passes-within-vm", struct fixture, NULL, setup,
 		   test_mac_passes_within_vm, teardown);
+	g_test_add("/pool/failed-handover-swaps-nothing", struct fixture, NULL, setup,
+		   test_failed_handover_swaps_nothing, teardown);
 	g_test_add("/pool/mac-passes-within-vm-locked", struct fixture, NULL, setup,
 		   test_mac_passes_within_vm_locked, teardown);
 	g_test_add_func("/pool/mac-passes-with-token", test_mac_passes_with_token);

@@ -5,7 +5,9 @@
  * boot, pid and start time); format 1 files are read and their claims
  * released; files that are not state files are refused (and moved aside
  * by vpd_state_open); journal records cut short or damaged are ignored
- * and never merge with the next; a MAC a migration handed over comes back.
+ * and never merge with the next; a MAC a migration handed over comes back,
+ * and so do the hand-over's link and the daemon MACs it swapped (format 3:
+ * the snapshot and the journal).
  */
 #include "state.h"
 #include "proc.h"
@@ -342,7 +344,7 @@ static void test_invalid(struct fixture *f, gconstpointer data)
 		{ "hello\n", 0, "*not a key-value pair, group, or comment" },
 		{ "[claims]\nvf=1\n", 0, "no [state] group" },
 		{ "[state]\nversion=99\ngeneration=1\nboot-id=" BOOT "\n", 0,
-		  "format version '99' unknown (this daemon reads 1 and 2)" },
+		  "format version '99' unknown (this daemon reads 1 to 3)" },
 		{ "[state]\nversion=2x\ngeneration=1\nboot-id=" BOOT "\n", 0,
 		  "format version '2x' unknown*" },
 		{ "[state]\nversion=2\ngeneration=1\n", 0, "[state] has no boot-id" },
@@ -457,6 +459,157 @@ static void test_journal(struct fixture *f, gconstpointer data)
 	g_assert_cmpstr(entry(f, "a", 1)->owner, ==, "vm one");
 }
 
+/* path and its journal copied to copy (the daemon keeps writing path's). */
+static void copy_state(const char *path, const char *copy)
+{
+	g_autofree char *jpath = g_strdup_printf("%s.journal", path);
+	g_autofree char *jcopy = g_strdup_printf("%s.journal", copy);
+	g_autofree char *text = NULL;
+	gsize len;
+
+	g_assert_true(g_file_get_contents(path, &text, &len, NULL));
+	g_assert_true(g_file_set_contents(copy, text, len, NULL));
+	g_clear_pointer(&text, g_free);
+	g_assert_true(g_file_get_contents(jpath, &text, &len, NULL));
+	g_assert_true(g_file_set_contents(jcopy, text, len, NULL));
+}
+
+/* A fresh set of pools with the state of f's file at path loaded. */
+static struct vpd_pools *reload(struct fixture *f, const char *path)
+{
+	struct vpd_pools *pools = vpd_pools_new(f->cfg);
+	struct vpd_state_report report = {};
+	g_autoptr(GError) err = NULL;
+	struct vpd_state *st = vpd_state_open(pools, path, BOOT, &report, &err);
+
+	g_assert_no_error(err);
+	vpd_state_close(st);
+	vpd_state_report_clear(&report);
+	return pools;
+}
+
+static struct vpd_entry *entry_of(struct vpd_pools *pools, const char *pool, unsigned vf)
+{
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (e->vf == vf && !strcmp(e->pool->name, pool))
+			return e;
+	}
+	g_assert_not_reached();
+}
+
+/*
+ * A migration's hand-over in the state file (format 3): while both VFs
+ * are claimed, the destination's link to the source comes back (journal,
+ * then snapshot); once the source is released, the two VFs' swapped
+ * daemon MACs come back (the destination's record has it, the free
+ * source gets the other), whether the journal or the snapshot says it.
+ */
+static void test_handover_kept(struct fixture *f, gconstpointer data)
+{
+	static const uint8_t pod[6] = { 2, 0, 0, 0, 0xa, 1 };
+	g_autofree char *path = g_build_filename(f->dir, "state", NULL);
+	g_autofree char *copy = g_build_filename(f->dir, "copy", NULL);
+	g_autoptr(GPtrArray) got = g_ptr_array_new();
+	g_autoptr(GError) err = NULL;
+	struct vpd_state_report report = {};
+	struct vpd_entry *src, *dst, *heir = NULL;
+	uint8_t src_mac[6], dst_mac[6];
+	struct vpd_vf_attrs a;
+	struct vpd_state *st;
+
+	(void)data;
+	st = vpd_state_open(f->pools, path, BOOT, &report, &err);
+	g_assert_no_error(err);
+	vpd_state_report_clear(&report);
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, f->pid, f->start, "vm-x", 1, got,
+				      &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, f->pid, f->start, "vm-x", 1, got,
+				      &err));
+	src = got->pdata[0];
+	dst = got->pdata[1];
+	memcpy(src_mac, src->default_mac, 6);
+	memcpy(dst_mac, dst->default_mac, 6);
+	a = src->attrs;
+	memcpy(a.mac, pod, 6);
+	g_assert_true(vpd_pools_set_attrs(f->pools, src, 7, &a, &err));
+	g_assert_true(vpd_pools_set_attrs_from(f->pools, dst, 8, &a, 7, &err));
+	g_assert_no_error(err);
+	g_assert_true(vpd_state_record(st, f->pools, src, &err));
+	g_assert_true(vpd_state_record(st, f->pools, dst, &err));
+	copy_state(path, copy);
+	for (int pass = 0; pass < 2; pass++) {
+		/* pass 0 from the journal; its reload writes a snapshot: pass 1 from that */
+		g_autoptr(vpd_pools) p = reload(f, copy);
+
+		g_assert_true(entry_of(p, "c", dst->vf)->claimed);
+		g_assert_cmpuint(entry_of(p, "c", dst->vf)->mac_from, ==,
+				 entry_of(p, "c", src->vf)->handle + 1);
+		g_assert_cmpmem(entry_of(p, "c", dst->vf)->default_mac, 6, dst_mac, 6);
+		g_assert_cmpmem(entry_of(p, "c", dst->vf)->attrs.mac, 6, pod, 6);
+	}
+
+	/* The source goes: its record, then its heir's, as the server writes them. */
+	g_assert_true(vpd_pools_release(f->pools, src, 7, &heir, &err));
+	g_assert_true(heir == dst);
+	g_assert_true(vpd_state_record(st, f->pools, src, &err));
+	g_assert_true(vpd_state_record(st, f->pools, dst, &err));
+	copy_state(path, copy);
+	for (int pass = 0; pass < 2; pass++) {
+		g_autoptr(vpd_pools) p = reload(f, copy);
+
+		g_assert_false(entry_of(p, "c", src->vf)->claimed);
+		g_assert_cmpuint(entry_of(p, "c", dst->vf)->mac_from, ==, 0);
+		g_assert_cmpmem(entry_of(p, "c", dst->vf)->default_mac, 6, src_mac, 6);
+		g_assert_cmpmem(entry_of(p, "c", src->vf)->default_mac, 6, dst_mac, 6);
+		g_assert_cmpmem(entry_of(p, "c", src->vf)->attrs.mac, 6, dst_mac, 6);
+		/* the guest may set back the MAC it had from the daemon (CNI DEL) */
+		a = entry_of(p, "c", dst->vf)->attrs;
+		memcpy(a.mac, src_mac, 6);
+		entry_of(p, "c", dst->vf)->client = 8;
+		g_assert_true(vpd_pools_set_attrs(p, entry_of(p, "c", dst->vf), 8, &a, &err));
+		g_assert_no_error(err);
+	}
+	vpd_state_close(st);
+}
+
+/*
+ * The source's claimant went while the daemon was away: the hand-over
+ * completes at load (the destination takes the source's daemon MAC);
+ * a format 2 file, without the fields, loads as before.
+ */
+static void test_handover_settled_at_load(struct fixture *f, gconstpointer data)
+{
+	g_autofree char *src = claim_as("c", 4, f->gone, f->start, "vm-x", "02:00:00:00:0c:01");
+	g_autofree char *dst = claim_as("c", 6, f->pid, f->start, "vm-x", "02:00:00:00:0c:01");
+	g_autofree char *dst3 = NULL;
+	g_autofree char *all = NULL;
+	g_autofree char *snap = NULL;
+	g_autoptr(GError) err = NULL;
+	uint8_t mac4[6], mac6[6];
+
+	(void)data;
+	memcpy(mac4, entry(f, "c", 4)->default_mac, 6);
+	memcpy(mac6, entry(f, "c", 6)->default_mac, 6);
+	dst3 = g_strdup_printf("%.*sdaemon-mac=%02x:%02x:%02x:%02x:%02x:%02x\nhandover-from=4\n\n",
+			       (int)strlen(dst) - 1, dst, mac6[0], mac6[1], mac6[2], mac6[3],
+			       mac6[4], mac6[5]);
+	/* (src's record: its daemon MAC, no hand-over) */
+	all = g_strdup_printf("%.*sdaemon-mac=%02x:%02x:%02x:%02x:%02x:%02x\nhandover-from=\n\n%s",
+			      (int)strlen(src) - 1, src, mac4[0], mac4[1], mac4[2], mac4[3],
+			      mac4[4], mac4[5], dst3);
+	snap = g_strdup_printf("[state]\nversion=3\ngeneration=5\nboot-id=%s\n\n%s", BOOT, all);
+	g_assert_true(parse(f, snap, -1, NULL, &err));
+	g_assert_no_error(err);
+	g_assert_false(entry(f, "c", 4)->claimed);
+	g_assert_true(entry(f, "c", 6)->claimed);
+	g_assert_cmpuint(entry(f, "c", 6)->mac_from, ==, 0);
+	g_assert_cmpmem(entry(f, "c", 6)->default_mac, 6, mac4, 6);
+	g_assert_cmpmem(entry(f, "c", 4)->default_mac, 6, mac6, 6);
+	g_assert_cmpmem(entry(f, "c", 4)->attrs.mac, 6, mac6, 6);
+}
+
 /* vpd_state_open moves an invalid file and its journal aside and starts empty. */
 static void test_open_moves_invalid_aside(struct fixture *f, gconstpointer data)
 {
@@ -487,7 +640,7 @@ static void test_open_moves_invalid_aside(struct fixture *f, gconstpointer data)
 	g_assert_true(g_file_test(jaside, G_FILE_TEST_EXISTS));
 	g_clear_pointer(&text, g_free);
 	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
-	g_assert_nonnull(strstr(text, "[state]\nversion=2\ngeneration=1\nboot-id=" BOOT "\n"));
+	g_assert_nonnull(strstr(text, "[state]\nversion=3\ngeneration=1\nboot-id=" BOOT "\n"));
 	vpd_state_close(st);
 }
 
@@ -501,6 +654,8 @@ int main(int argc, char **argv)
 	ADD("other-boot", test_other_boot);
 	ADD("stray-claims", test_stray_claims);
 	ADD("handed-over-mac", test_handed_over_mac);
+	ADD("handover-kept", test_handover_kept);
+	ADD("handover-settled-at-load", test_handover_settled_at_load);
 	ADD("format-1", test_format_1);
 	ADD("invalid", test_invalid);
 	ADD("journal", test_journal);
