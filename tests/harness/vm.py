@@ -288,10 +288,27 @@ class L1Host(Guest):
     """The emulated host (Level 1): Debian trixie rootfs with OVS, vdpa_sim,
     netdevsim and our QEMU (over 9p from Level 0's cache)."""
 
+    # systemd=True: units this host's boot need not start (libvirt, the
+    # image's timers); their names go to systemd.mask= on the command line.
+    SYSTEMD_MASK = ("libvirtd.service", "libvirtd.socket", "libvirtd-ro.socket",
+                    "libvirtd-admin.socket", "libvirt-guests.service", "virtlogd.service",
+                    "virtlogd.socket", "virtlogd-admin.socket", "dpdk.service",
+                    "apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer",
+                    "fstrim.timer", "logrotate.timer", "getty@tty1.service")
+
     def __init__(self, name, artifacts, *, scratch=None, memory="6G", smp=2, qemu_args=(),
-                 **kw):
+                 systemd=False, **kw):
+        """systemd: boot with the root's systemd as PID 1 and the agent as
+        one of its services (scripts/guest/l1-systemd-init) instead of the
+        agent as PID 1."""
         self.scratch = scratch or os.path.join(artifacts, f"{name}-scratch")
         os.makedirs(self.scratch, exist_ok=True)
+        initrd, append = paths.guest("initramfs.gz"), ""
+        if systemd:
+            initrd = self._systemd_initrd(artifacts)
+            append = (" rdinit=/init-systemd systemd.wants=vsriov-agent.service "
+                      "systemd.show_status=false " +
+                      " ".join(f"systemd.mask={u}" for u in self.SYSTEMD_MASK))
         args = [
             "-drive", f"file={paths.guest('l1root.ext4')},if=virtio,format=raw,snapshot=on",
             "-virtfs", f"local,path={paths.CACHE},mount_tag=vsriov,security_model=none,readonly=on",
@@ -299,11 +316,31 @@ class L1Host(Guest):
             "-virtfs", f"local,path={self.scratch},mount_tag=scratch,security_model=none",
         ] + list(qemu_args)
         super().__init__(name, artifacts, qemu_args=args, memory=memory, smp=smp,
-                         kernel=paths.guest("vmlinuz"), initrd=paths.guest("initramfs.gz"),
+                         kernel=paths.guest("vmlinuz"), initrd=initrd,
                          # A task blocked 20 s says so on the console (with
                          # its stack): the report a stuck command leaves.
                          append="vsriov.root=/dev/vda "
-                                "sysctl.kernel.hung_task_timeout_secs=20", **kw)
+                                "sysctl.kernel.hung_task_timeout_secs=20" + append, **kw)
+
+    @staticmethod
+    def _systemd_initrd(artifacts):
+        """The shared initramfs with /init-systemd appended (a second,
+        gzip'd newc archive: the kernel unpacks both)."""
+        import gzip
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "mkinitramfs", os.path.join(paths.SRC, "scripts", "guest", "mkinitramfs.py"))
+        mk = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mk)
+        c = mk.Cpio()
+        with open(os.path.join(paths.SRC, "scripts", "guest", "l1-systemd-init"), "rb") as f:
+            c.file("init-systemd", f.read(), 0o755)
+        out = os.path.join(artifacts, "initramfs-systemd.gz")
+        with open(paths.guest("initramfs.gz"), "rb") as f:
+            base = f.read()
+        with open(out, "wb") as f:
+            f.write(base + b"\0" * (-len(base) % 4) + gzip.compress(c.finish(), mtime=0))
+        return out
 
     def new_netdevsim(self, dev_id, max_vfs=64):
         """Create netdevsim device @dev_id with one port (the netdevsim

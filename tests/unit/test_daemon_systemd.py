@@ -136,10 +136,12 @@ def test_socket_activation_and_notify():
 
 
 def test_shipped_unit_is_sandboxed():
-    """The service as shipped scores at most 2.0 ("OK") in systemd-analyze
-    security (1.9 when written; the unit before the sandbox: 7.4 MEDIUM)."""
+    """The service as shipped scores at most 2.2 ("OK") in systemd-analyze
+    security (1.9 when written; 2.2 since AF_INET, which setting NIC
+    representors up needs, as tests/nested/test_l1_systemd.py found; the
+    unit before the sandbox: 7.4 MEDIUM)."""
     unit = os.path.join(UNITS, "vdpa-pool-daemon.service")
-    r = subprocess.run(["systemd-analyze", "security", "--offline=true", "--threshold=20",
+    r = subprocess.run(["systemd-analyze", "security", "--offline=true", "--threshold=22",
                         "--no-pager", unit], capture_output=True, text=True, timeout=60)
     print(r.stdout.splitlines()[-1])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
