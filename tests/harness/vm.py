@@ -289,8 +289,11 @@ class L1Host(Guest):
     netdevsim and our QEMU (over 9p from Level 0's cache)."""
 
     # systemd=True: units this host's boot need not start (libvirt, the
-    # image's timers); their names go to systemd.mask= on the command line.
-    SYSTEMD_MASK = ("libvirtd.service", "libvirtd.socket", "libvirtd-ro.socket",
+    # image's timers, the caches rebuilt because /usr is newer than /etc in
+    # an image made by copying); their names go to systemd.mask= on the
+    # command line.
+    SYSTEMD_MASK = ("ldconfig.service", "systemd-journal-catalog-update.service",
+                    "libvirtd.service", "libvirtd.socket", "libvirtd-ro.socket",
                     "libvirtd-admin.socket", "libvirt-guests.service", "virtlogd.service",
                     "virtlogd.socket", "virtlogd-admin.socket", "dpdk.service",
                     "apt-daily.timer", "apt-daily-upgrade.timer", "dpkg-db-backup.timer",

@@ -201,7 +201,9 @@ def test_socket_activation_sandbox_claims_restart_stop(host):
                   timeout=180)
     first_s = time.monotonic() - t0
     out = l1.check("cat /scratch/client.out")
-    st = show(l1, UNIT, "ActiveState", "SubState", "MainPID", "Result", "StatusText")
+    st = show(l1, UNIT, "ActiveState", "SubState", "MainPID", "Result", "StatusText",
+              "NRestarts")
+    l1.first_start_restarts = int(st["NRestarts"] or 0)
     assert "CLAIMED" in out, (f"the client got no VFs: {out}\n--- {st}\n--- journal\n"
                               f"{journal(l1)}")
     assert st["ActiveState"] == "active" and st["SubState"] == "running", st
@@ -285,6 +287,24 @@ def test_socket_activation_sandbox_claims_restart_stop(host):
         [("sim", "free")] * 2 + [("vduse", "free")] * 2, st
     assert l1.check(f"systemctl is-active {UNIT}").strip() == "active"
     l1.times["first socket-activated start to the client's VFs (provisioning 4)"] = first_s
+    l1.times["restarts (Restart=on-failure) before the first start was ready"] = \
+        l1.first_start_restarts
+
+
+@pytest.mark.xfail(strict=False, reason="the daemon adds a new representor to OVS under "
+                   "the name it had before udev renamed it (eth0, then eni5npf0vf0): OVS "
+                   "cannot open it, the start fails, Restart=on-failure starts it again")
+def test_first_start_is_ready_without_a_restart(host):
+    """The socket-activated first start, which creates the VFs, is ready
+    at once: udev renaming the new representors meanwhile (as on any host
+    with systemd) must not fail it."""
+    restarts = getattr(host, "first_start_restarts", None)
+    if restarts is None:
+        pytest.skip("the first start did not happen (test above failed)")
+    assert restarts == 0, (
+        "the first start failed and was restarted:\n" +
+        host.check(f"journalctl -u {UNIT} -o cat --no-pager | "
+                   "grep -m3 -e 'got OpenFlow port' -e 'cannot set promisc'; true"))
 
 
 def test_start_to_ready_systemd_vs_by_hand(host):
@@ -314,6 +334,7 @@ def test_start_to_ready_systemd_vs_by_hand(host):
         f"median {med['exec']:.2f}",
         f"  by hand (exec to READY on stdout): {' '.join(f'{x:.2f}' for x in by_hand)} s, "
         f"median {med['hand']:.2f}"]
+    lines.append("this machine's load average at the end: " + open("/proc/loadavg").read().strip())
     print("\n".join(lines))
     with open(os.path.join(paths.ARTIFACTS, "l1-systemd-timings.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
