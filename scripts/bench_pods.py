@@ -18,10 +18,17 @@ of the bridge.  The paths from a pod to the peer:
 - ideal: a namespace of the emulated host itself on a second internal
   port (no VM; the VM idles, which measures its idle instructions).
 
-Traffic kinds: UDP bulk from the pod (udp-tx, as fast as it can) and to it
-(udp-rx, the peer paced to VSRIOV_BENCH_RX_MBPS), TCP bulk from the pod
-(tcp-tx) and request/response at a fixed rate (rr, p50/p99/max from
-tests/traffic).  Each run is measured over a window of SECS seconds inside
+Traffic kinds: UDP bulk from the pod (udp-tx, as fast as it can, by
+udp-blast: a loop of sendmmsg with no time-driven work) and to it (udp-rx,
+the peer paced to VSRIOV_BENCH_RX_MBPS, received by udp-blast -l), TCP bulk
+from the pod (tcp-tx) and request/response at a fixed rate (rr, p50/p99/max
+from tests/traffic); VSRIOV_BENCH_KINDS picks some.  The VM's QEMU runs
+with -icount VSRIOV_BENCH_ICOUNT (default shift=0,sleep=on; empty: none):
+the guest's clock then advances per instruction, so the work its timers
+drive costs the same instructions however fast or loaded this machine is
+(without it the counts per packet moved up to 2.4x between runs).  Before
+the paths, ROUNDS windows of the VM idle give its idle rate, which the
+"net of idle" figures subtract.  Each run is measured over a window of SECS seconds inside
 the stream (from a second after the stream reached the pod's switch port):
 the VM's instructions, user and kernel, counted by QEMU with the insn-count
 plugin (tests/insn-count/), and the frames and bytes on the pod's switch
@@ -31,9 +38,9 @@ Instructions per packet divide by the frames of the stream's direction
 (udp-tx and tcp-tx: frames from the pod; udp-rx: frames to it; rr: the
 requests).  ROUNDS times each; results in $VSRIOV_BENCH_OUT (default
 $VSRIOV_CACHE/bench): pods.{json,md}, pods.png (wall clock) and
-pods-insn-KIND.png (instructions per packet).  The instruction counts do
-not depend on the machine's speed; the Mbit/s under nested TCG mean little
-(docs/benchmarks.md)."""
+pods-insn-KIND.png (instructions per packet).  The Mbit/s under nested TCG
+mean little, and under -icount the rr client's round trips are in the
+guest's clock, not the wall clock (docs/benchmarks.md)."""
 import json
 import os
 import re
@@ -53,7 +60,13 @@ SECS = int(os.environ.get("VSRIOV_BENCH_SECS", "8"))
 RR_RATE = int(os.environ.get("VSRIOV_BENCH_RR_RATE", "20"))
 RX_MBPS = float(os.environ.get("VSRIOV_BENCH_RX_MBPS", "1"))
 PATHS = os.environ.get("VSRIOV_BENCH_PATHS", "before,before-kube,after,ideal").split(",")
-KINDS = ("udp-tx", "udp-rx", "tcp-tx", "rr")
+ALL_KINDS = ("udp-tx", "udp-rx", "tcp-tx", "rr")
+KINDS = tuple(os.environ.get("VSRIOV_BENCH_KINDS", ",".join(ALL_KINDS)).split(","))
+assert set(KINDS) <= set(ALL_KINDS), KINDS
+# The VM's QEMU's -icount (empty: none): the guest's clock advances by
+# 2^shift ns per instruction it executes, so its timers fire after the same
+# instructions however fast TCG runs.
+ICOUNT = os.environ.get("VSRIOV_BENCH_ICOUNT", "shift=0,sleep=on")
 PEER_IP = "10.50.0.100"
 VLAN = 100
 VM = "vm1"
@@ -65,10 +78,10 @@ LEAD = 60
 RR_LEAD = 12
 
 
-def tool(where):
-    """The traffic tool: at Level 2 from the VM's memory (System copies it
-    there), at Level 1 from its 9p share."""
-    return "/mnt/tools/traffic" if where == "l2" else "/scratch/tools/traffic"
+def tool(where, prog="traffic"):
+    """A tool (traffic, udp-blast): at Level 2 from the VM's memory (System
+    copies it there), at Level 1 from its 9p share."""
+    return f"/mnt/tools/{prog}" if where == "l2" else f"/scratch/tools/{prog}"
 
 
 def plugin():
@@ -86,9 +99,18 @@ class CountedSystem(System):
         super().__init__(l1)
         self.so = so
 
+    def start_host(self):
+        # udp-blast (built next to the plugin) goes to the VM with the tools
+        tools = os.path.join(self.l1.scratch, "tools")
+        os.makedirs(tools, exist_ok=True)
+        src = os.path.join(paths.CACHE, "insn-count", "udp-blast")
+        subprocess.run(["cp", src, os.path.join(tools, "udp-blast")], check=True)
+        super().start_host()
+
     def vm_args(self, name, pf_vhost, mac):
         return super().vm_args(name, pf_vhost, mac) + [
-            "-plugin", f"{self.so},sock=/run/vsriov-{name}/insn.sock"]
+            "-plugin", f"{self.so},sock=/run/vsriov-{name}/insn.sock"] + (
+            ["-icount", ICOUNT] if ICOUNT else [])
 
 
 class Path:
@@ -103,10 +125,10 @@ class Bench:
     def guest(self, where):
         return self.l2 if where == "l2" else self.l1
 
-    def bg(self, where, ns, args, tag):
-        """Start the traffic tool in the background in @ns, its output in
+    def bg(self, where, ns, args, tag, prog="traffic"):
+        """Start a tool in the background in @ns, its output in
         /tmp/TAG.log, its pid in /tmp/TAG.pid."""
-        self.guest(where).check(f"ip netns exec {ns} {tool(where)} {args} > /tmp/{tag}.log "
+        self.guest(where).check(f"ip netns exec {ns} {tool(where, prog)} {args} > /tmp/{tag}.log "
                                 f"2>&1 & echo $! > /tmp/{tag}.pid")
 
     def listening(self, where, ns, proto, port):
@@ -133,6 +155,17 @@ class Bench:
                     f"bytes=$(cat {st}/rx_bytes)'")
         return f"ovs-ofctl dump-ports {BRIDGE} {port_no(self.l1, p.port)}"
 
+    def idle(self):
+        """The VM's instructions per second in a window where nothing
+        runs in it."""
+        a, b = json.loads(self.l1.check(f"python3 /src/tests/insn-count/insn_read.py "
+                                        f"{PLUGIN_SOCK} --window {SECS}", timeout=SECS + 120))
+        r = {"secs": b["time"] - a["time"], "user": b["user"] - a["user"],
+             "kernel": b["kernel"] - a["kernel"]}
+        print(f"bench-pods: idle: {(r['user'] + r['kernel']) / r['secs']:.0f} instructions/s",
+              flush=True)
+        return r
+
     def frames(self, cmd, direction):
         out = self.l1.check(cmd)
         return int(re.search(rf"{direction} pkts=(\d+)", out).group(1))
@@ -144,10 +177,10 @@ class Bench:
         if kind == "udp-tx":
             self.bg("l1", "peer", f"udp-sink -listen :9000 -duration {long_}s", "sink")
             self.listening("l1", "peer", "udp", 9000)
-            send = (p.where, p.ns, f"udp-send -to {PEER_IP}:9000 -size 1400 -duration {long_}s")
+            send = (p.where, p.ns, f"{PEER_IP} 9000 1400 0", "udp-blast")
             direction = "rx"        # (OVS's rx: from the pod into the switch)
         elif kind == "udp-rx":
-            self.bg(p.where, p.ns, f"udp-sink -listen :9000 -duration {long_}s", "sink")
+            self.bg(p.where, p.ns, "-l 9000", "sink", "udp-blast")
             self.listening(p.where, p.ns, "udp", 9000)
             send = ("l1", "peer", f"udp-send -to {p.ip}:9000 -size 1400 -mbps {RX_MBPS} "
                                   f"-duration {long_}s")
@@ -162,7 +195,7 @@ class Bench:
                                    f"-duration {SECS + RR_LEAD}s")
             direction = "rx"
         base = self.frames(cmd, direction)
-        self.bg(*send, "send")
+        self.bg(*send[:3], "send", *send[3:])
         # The window opens a second after the stream reached the port.
         self.l1.wait_until(f"test $({cmd} | sed -n 's/.*{direction} pkts=\\([0-9]*\\).*/\\1/p') "
                            f"-ge {base + 5}", timeout=LEAD, interval=0.5)
@@ -262,7 +295,7 @@ def main():
     l1 = L1Host("l1", art)
     l1.start(boot_timeout=300)
     results = {"paths": {}, "skipped": {}, "rounds": ROUNDS, "secs": SECS,
-               "rr_rate": RR_RATE, "rx_mbps": RX_MBPS}
+               "rr_rate": RR_RATE, "rx_mbps": RX_MBPS, "kinds": list(KINDS), "icount": ICOUNT}
     try:
         s = CountedSystem(l1, so)
         s.start_host()
@@ -270,6 +303,8 @@ def main():
         setup_peer(l1)
         setup_vm_paths(s)
         b = Bench(s)
+        # The VM idle (its agent, timers), ROUNDS windows
+        results["idle"] = [b.idle() for _ in range(ROUNDS)]
         all_paths = {"before": Path("before", "l2", "br", f"{VM}-pf", "10.50.0.2"),
                      "before-kube": Path("before-kube", "l2", "br", f"{VM}-pf", "10.50.0.2"),
                      "after": Path("after", "l2", "vf", vf_port(0), "10.50.0.1"),
@@ -312,6 +347,20 @@ def per_packet(runs, what):
             for r in runs]
 
 
+def net_per_packet(runs, idle_rate):
+    """Total instructions per packet of each run less the VM's idle rate
+    over the window."""
+    return [(r["user"] + r["kernel"] - idle_rate * r["secs"]) / max(r["packets"], 1)
+            for r in runs]
+
+
+def idle_rate(results):
+    """The VM's idle instructions per second (median of its idle windows),
+    or 0 when not measured."""
+    idle = [(r["user"] + r["kernel"]) / r["secs"] for r in results.get("idle") or []]
+    return med(idle) if idle else 0.0
+
+
 def spread(xs):
     """(max - min) / median, as a fraction."""
     m = med(xs)
@@ -323,31 +372,42 @@ def write(out_dir, results):
         json.dump(results, f, indent=1)
     P = results["paths"]
     names = list(P)
+    kinds = results.get("kinds", ALL_KINDS)
     lines = [f"Pod networking, {results['rounds']} rounds, windows of {results['secs']} s; "
              f"udp-rx paced at {results['rx_mbps']} Mbit/s, rr at {results['rr_rate']}/s", "",
              "Guest instructions per packet (rr: per transaction), counted by QEMU "
              "(median of the rounds; spread = (max - min) / median)", "",
-             "| path | kind | packets | user | kernel | total | spread |",
-             "|---|---|---|---|---|---|---|"]
+             "| path | kind | packets | user | kernel | total | spread | net of idle | spread |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    rate = idle_rate(results)
     for name in names:
         if name == "ideal":     # (no VM on the path)
             continue
-        for kind in KINDS:
+        for kind in kinds:
             runs = P[name][kind]
             tot = per_packet(runs, "total")
+            net = net_per_packet(runs, rate)
             lines.append(f"| {name} | {kind} | {med(r['packets'] for r in runs):.0f} | "
                          f"{med(per_packet(runs, 'user')):.0f} | "
                          f"{med(per_packet(runs, 'kernel')):.0f} | {med(tot):.0f} | "
-                         f"{100 * spread(tot):.1f}% |")
+                         f"{100 * spread(tot):.1f}% | {med(net):.0f} | "
+                         f"{100 * spread(net):.1f}% |")
+    if results.get("idle"):
+        idle = [(r["user"] + r["kernel"]) / r["secs"] for r in results["idle"]]
+        lines += ["", f"The VM idle (nothing running in it): {med(idle):.0f} "
+                      f"instructions/s (min {min(idle):.0f}, max {max(idle):.0f})"]
     if "ideal" in P:
-        idle = [(r["user"] + r["kernel"]) / r["secs"] for k in KINDS for r in P["ideal"][k]]
+        idle = [(r["user"] + r["kernel"]) / r["secs"] for k in kinds for r in P["ideal"][k]]
         lines += ["", f"The VM idle (while the ideal path ran): {med(idle):.0f} "
                       f"instructions/s (min {min(idle):.0f}, max {max(idle):.0f})"]
     for base in ("before-kube", "before"):
         if base in P and "after" in P:
             lines += ["", f"{base}/after, instructions per packet: " + ", ".join(
                 f"{k} {med(per_packet(P[base][k], 'total')) / med(per_packet(P['after'][k], 'total')):.2f}x"
-                for k in KINDS)]
+                for k in kinds)]
+            lines += ["", f"{base}/after, net of idle: " + ", ".join(
+                f"{k} {med(net_per_packet(P[base][k], rate)) / med(net_per_packet(P['after'][k], rate)):.2f}x"
+                for k in kinds)]
     for name, why in results["skipped"].items():
         lines += ["", f"{name}: skipped: {why}"]
     lines += ["", "Wall clock (nested TCG: not the paper's comparison), medians; "
@@ -355,15 +415,18 @@ def write(out_dir, results):
               "| path | UDP tx Mbit/s | UDP rx Mbit/s | TCP tx Mbit/s | RR p50 us | RR p99 us | "
               "RR max us | lost |", "|---|---|---|---|---|---|---|---|"]
     rows = []
+    nan = float("nan")
     for name in names:
         r = P[name]
-        rows.append((name, med(x["mbps"] for x in r["udp-tx"]),
-                     med(x["mbps"] for x in r["udp-rx"]), med(x["mbps"] for x in r["tcp-tx"]),
-                     med(x["p50_us"] for x in r["rr"]), med(x["p99_us"] for x in r["rr"]),
-                     max(x["max_us"] for x in r["rr"]), sum(x["lost"] for x in r["rr"])))
-        lines.append("| {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {} | {} |".format(
-            *rows[-1]))
-    short = [name for name in names for k in KINDS for r in P[name][k]
+
+        def m(kind, key, f=med):
+            return f(x[key] for x in r[kind]) if kind in r else nan
+        rows.append((name, m("udp-tx", "mbps"), m("udp-rx", "mbps"), m("tcp-tx", "mbps"),
+                     m("rr", "p50_us"), m("rr", "p99_us"), m("rr", "max_us", max),
+                     m("rr", "lost", sum)))
+        lines.append("| {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} |"
+                     .format(*rows[-1]))
+    short = [name for name in names for k in kinds for r in P[name][k]
              if not r["through_window"]]
     if short:
         lines += ["", f"Windows the stream did not fill (the sender had ended): {short}"]
@@ -448,7 +511,7 @@ def plot_insns(out_dir, results):
     plt = pyplot()
     P = results["paths"]
     names = [n for n in P if n != "ideal"]
-    for kind in KINDS:
+    for kind in results.get("kinds", ALL_KINDS):
         fig, ax = plt.subplots(figsize=(5.5, 3.8))
         user = [med(per_packet(P[n][kind], "user")) for n in names]
         kern = [med(per_packet(P[n][kind], "kernel")) for n in names]

@@ -35,13 +35,14 @@ def firmware(tmp_path, kloop, uloop):
     return out
 
 
-def count(plugin, tmp_path, bios, per):
+def count(plugin, tmp_path, bios, per, icount=None):
     """The plugin's totals once the guest has halted (two reads 0.3 s apart
     agree)."""
     sock = str(tmp_path / f"{os.path.basename(bios)}-{per}.sock")
     p = subprocess.Popen([paths.QEMU_BIN, "-accel", "tcg", "-M", "q35", "-cpu", "max",
                           "-nodefaults", "-display", "none", "-bios", str(bios),
-                          "-plugin", f"{plugin},sock={sock},per={per}"],
+                          "-plugin", f"{plugin},sock={sock},per={per}"] +
+                         (["-icount", icount] if icount else []),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline, last = time.time() + 60, None
@@ -61,10 +62,12 @@ def count(plugin, tmp_path, bios, per):
         p.wait()
 
 
-@pytest.mark.parametrize("per", ["insn", "tb"])
-def test_counts_a_known_guest_exactly(plugin, tmp_path, per):
-    a = count(plugin, tmp_path, firmware(tmp_path, 1000, 5000), per)
-    b = count(plugin, tmp_path, firmware(tmp_path, 3000, 2000), per)
+# (the bench runs its VM with -icount: the counts are the same there)
+@pytest.mark.parametrize("per,icount", [("insn", None), ("tb", None),
+                                        ("insn", "shift=0,sleep=on")])
+def test_counts_a_known_guest_exactly(plugin, tmp_path, per, icount):
+    a = count(plugin, tmp_path, firmware(tmp_path, 1000, 5000), per, icount)
+    b = count(plugin, tmp_path, firmware(tmp_path, 3000, 2000), per, icount)
     # The high loop and its three instructions around it, nothing else.
     assert a["kernel"] == 2 * 1000 + 3 and b["kernel"] == 2 * 3000 + 3, (a, b)
     # The low loop's iterations are the whole difference of the rest.
@@ -77,3 +80,24 @@ def test_a_bad_option_stops_qemu(plugin):
                         "-plugin", f"{plugin},per=bogus"], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode != 0 and "unknown option per=bogus" in p.stderr, p
+
+
+def test_udp_blast_sends_exactly_count(plugin):
+    """The bench's sender (built with the plugin): COUNT datagrams of SIZE
+    bytes, in batches, then it ends."""
+    import socket
+    blast = os.path.join(os.path.dirname(plugin), "udp-blast")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as r:
+        r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)
+        r.bind(("127.0.0.1", 0))
+        r.settimeout(5)
+        p = subprocess.run([blast, "127.0.0.1", str(r.getsockname()[1]), "100", "1000", "7"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout == "sent 1000\n", p
+        got = [len(r.recv(2048)) for _ in range(1000)]
+        assert got == [100] * 1000
+        r.settimeout(0.2)
+        with pytest.raises(socket.timeout):
+            r.recv(2048)
+    bad = subprocess.run([blast, "127.0.0.1", "9", "100"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "usage" in bad.stderr
