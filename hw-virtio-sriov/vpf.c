@@ -83,47 +83,18 @@ static bool vpf_vf_enable_set(VsriovPF *vpf)
 }
 
 /*
- * Every write to the PF's config space goes through here after the usual
- * handling (pcie_sriov_config_write() included); a change in the number of
- * enabled VFs is reported to management.
- */
-#define VFS_CHANGED_INTERVAL_NS NANOSECONDS_PER_SECOND
-
-static void vpf_send_vfs_changed(VsriovPF *vpf, bool delayed)
-{
-    g_autofree char *path = object_get_canonical_path(OBJECT(vpf->pf));
-
-    trace_vsriov_vfs_changed_event(DEVICE(vpf->pf)->id, vpf->enabled_vfs,
-                                   delayed);
-    vpf->event_last_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    qapi_event_send_vsriov_vfs_changed(DEVICE(vpf->pf)->id, path,
-                                       vpf->enabled_vfs);
-}
-
-static void vpf_event_timer(void *opaque)
-{
-    vpf_send_vfs_changed(opaque, true);
-}
-
-/*
- * A guest can flip VF Enable as fast as it likes: at most one event per
- * second per PF, the held-back one saying the number of enabled VFs when
- * it is sent (the last change is never lost).
+ * A change in the number of enabled VFs is reported to management.  A
+ * guest can flip VF Enable as fast as it likes: the monitor sends at most
+ * one VSRIOV_VFS_CHANGED per second per PF (keyed by its QOM path), the
+ * last one held back (qemu-patches/0021).
  */
 static void vpf_vfs_changed(VsriovPF *vpf)
 {
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    g_autofree char *path = object_get_canonical_path(OBJECT(vpf->pf));
 
-    if (timer_pending(vpf->event_timer)) {
-        return;
-    }
-    if (!vpf->event_last_ns ||
-        now - vpf->event_last_ns >= VFS_CHANGED_INTERVAL_NS) {
-        vpf_send_vfs_changed(vpf, false);
-    } else {
-        timer_mod(vpf->event_timer,
-                  vpf->event_last_ns + VFS_CHANGED_INTERVAL_NS);
-    }
+    trace_vsriov_vfs_changed_event(DEVICE(vpf->pf)->id, vpf->enabled_vfs);
+    qapi_event_send_vsriov_vfs_changed(DEVICE(vpf->pf)->id, path,
+                                       vpf->enabled_vfs);
 }
 
 static void vpf_note_backing(VsriovPF *vpf);
@@ -1010,7 +981,6 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
      * poll that one, and VFs must not change in the middle of a reset.
      */
     vpf->reset_bh = aio_bh_new(iohandler_get_aio_context(), vpf_reset_bh, vpf);
-    vpf->event_timer = timer_new_ns(QEMU_CLOCK_REALTIME, vpf_event_timer, vpf);
     vpf->backing.stage_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
                                             vpf_stage_timer, vpf);
     vpf->backing.release_timer = timer_new_ns(QEMU_CLOCK_REALTIME,
@@ -1026,7 +996,6 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     for (uint16_t i = 0; i < n; i++) {
         vpf->backing.noted[i] = vsriov_pf_vf_backing(vpf, i);
     }
-    vpf->event_last_ns = 0;
     QTAILQ_INSERT_TAIL(&vpfs, vpf, next);
     vsriov_pool_use(vpf->pool);
     trace_vsriov_pf_realize(id, n,
@@ -1044,8 +1013,6 @@ void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
     trace_vsriov_pf_exit(DEVICE(pf)->id);
     QTAILQ_REMOVE(&vpfs, vpf, next);
     vsriov_pool_unuse(vpf->pool);
-    timer_free(vpf->event_timer);
-    vpf->event_timer = NULL;
     timer_free(vpf->backing.stage_timer);
     vpf->backing.stage_timer = NULL;
     timer_free(vpf->backing.release_timer);

@@ -344,8 +344,6 @@ struct VsriovPF {
     VsriovPFBacking backing;    /* (vpf.c) */
     uint16_t num_vfs;       /* VFs created (TotalVFs) */
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
-    QEMUTimer *event_timer; /* VSRIOV_VFS_CHANGED held back (at most 1/s) */
-    int64_t event_last_ns;  /* QEMU_CLOCK_REALTIME of the last one sent */
     uint16_t sriov_cap;
     VsriovPFConfig cfg;         /* (vf-config.c) */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */

@@ -1004,7 +1004,7 @@ static void test_pf_reset(void)
     start(&a, false);
     use_all(&a, SRIOV);
     set_vfs(&a, 2);
-    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(a.qts);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
                     ==, 2);
     qobject_unref(ev);
@@ -1025,7 +1025,7 @@ static void test_pf_reset(void)
 
     qobject_unref(qtest_qmp(a.qts, "{ 'execute': 'system_reset' }"));
     /* no config access after the reset: the event alone must come */
-    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(a.qts);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
                     ==, 0);
     qobject_unref(ev);
@@ -1251,7 +1251,7 @@ static void test_eswitch_objects(void)
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
 
     set_vfs(&a, 2);
-    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(a.qts);
     qobject_unref(ev);
     /* bad fields: nothing is created */
     g_assert_cmpuint(rep_create(&a, 0, 3, 0, &r), ==,
@@ -1304,7 +1304,7 @@ static void test_eswitch_objects(void)
 
     /* a reset of the PF: legacy mode, the representor's backend free */
     qobject_unref(qtest_qmp(a.qts, "{ 'execute': 'system_reset' }"));
-    ev = qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(a.qts);
     qobject_unref(ev);
     g_assert_cmpstr(qmp_eswitch_mode(a.qts), ==, "legacy");
     g_assert_null(qmp_vf_rep(a.qts, 0));
@@ -1391,7 +1391,7 @@ static void test_eswitch_datapath(void)
     use_all(&a, SELF);
     use_all(&a, SRIOV);
     set_vfs(&a, 2);
-    qobject_unref(qtest_qmp_eventwait_ref(a.qts, "VSRIOV_VFS_CHANGED"));
+    qobject_unref(vsriov_vfs_changed_wait(a.qts));
     g_assert_cmpuint(esw_create(&a, &r), ==, VIRTIO_ADMIN_STATUS_OK);
     g_assert_cmpuint(rep_create(&a, 0, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
 

@@ -187,7 +187,7 @@ static void test_enable_claims_disable_returns(void)
     check_vfs(qts, 0, 0, before);
 
     set_vfs(&p, 1, cap, 3);
-    ev = qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(qts);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
                     ==, 3);
     qobject_unref(ev);
@@ -209,7 +209,7 @@ static void test_enable_claims_disable_returns(void)
     }
 
     vsriov_cfg_writew(&p, 1, 0, cap + PCI_SRIOV_CTRL, 0);
-    ev = qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
+    ev = vsriov_vfs_changed_wait(qts);
     qobject_unref(ev);
     for (int i = 1; i <= NUM_BACKENDS; i++) {
         g_assert_false(vf_present(&p, 1, i));

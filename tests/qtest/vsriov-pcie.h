@@ -13,6 +13,7 @@
 #define VSRIOV_PCIE_H
 
 #include "libqtest.h"
+#include "qemu/timer.h"
 #include "hw/pci/pci_regs.h"
 #include "libqos/pci.h"
 
@@ -168,6 +169,17 @@ static inline uint16_t vsriov_find_ext_cap(VsriovPcie *p, int bus, int devfn,
         pos = PCI_EXT_CAP_NEXT(hdr);
     }
     return 0;
+}
+
+/*
+ * The next VSRIOV_VFS_CHANGED.  The monitor sends at most one a second
+ * per PF, timed by the virtual clock under qtest: a second of it goes by
+ * first, so that one held back comes (one sent at once is queued).
+ */
+static inline QDict *vsriov_vfs_changed_wait(QTestState *qts)
+{
+    qtest_clock_step(qts, NANOSECONDS_PER_SECOND);
+    return qtest_qmp_eventwait_ref(qts, "VSRIOV_VFS_CHANGED");
 }
 
 #endif /* VSRIOV_PCIE_H */
