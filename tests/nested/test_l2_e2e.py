@@ -702,7 +702,14 @@ def test_released_plugins_pods_are_enforced_by_the_switch(system, plugins):
     recipe("sriovdp-start")
     added = []
     try:
-        l2.wait_until("grep -q '\"Healthy\"' /run/kubelet-stub/devices.json", timeout=300)
+        try:
+            l2.wait_until("grep -q '\"Healthy\"' /run/kubelet-stub/devices.json", timeout=300)
+        except AssertionError as e:
+            logs = l2.run("for f in /tmp/sriovdp.log /tmp/kubelet-stub.log "
+                          "/run/kubelet-stub/devices.json; do echo \"--- $f\"; "
+                          "tail -n 30 $f; done; echo '--- ps'; ps").stdout
+            raise AssertionError(f"{e}\n(the copy began {time.monotonic() - t0:.0f} s ago)"
+                                 f"\n{logs}") from None
         print(f"sriovdp listed the VFs {time.monotonic() - t0:.0f} s after the copy began")
         listed = json.loads(l2.check("cat /run/kubelet-stub/devices.json"))[RESOURCE]
         assert sorted(d for d, h in listed["devices"].items() if h == "Healthy") == \
