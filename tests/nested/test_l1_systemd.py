@@ -17,7 +17,14 @@ capability sets, a mount namespace where the file system is read-only but
 the state directory).  A restart keeps the claims (the state file) and the
 client gets them back; `systemctl stop` ends the daemon cleanly, the
 devices staying; the next connection starts it again.  Start-to-ready
-under systemd is measured against the same daemon started by hand."""
+under systemd is measured against the same daemon started by hand.
+
+A directive that breaks provisioning fails the test with the daemon's own
+words from the journal: without `DeviceAllow=char-vhost-vdpa rw` the
+client's claim times out and the message shows `provisioning failed: vDPA
+device vpd-eni5np1-0: /dev/vhost-vdpa-0 did not appear`; with
+`RestrictAddressFamilies` lacking AF_INET, `representor eni5npf0vf0:
+cannot set it up: Address family not supported by protocol`."""
 import glob
 import json
 import os
