@@ -301,13 +301,11 @@ def test_socket_activation_sandbox_claims_restart_stop(host):
         l1.first_start_restarts
 
 
-@pytest.mark.xfail(strict=False, reason="the daemon adds a new representor to OVS under "
-                   "the name it had before udev renamed it (eth0, then eni5npf0vf0): OVS "
-                   "cannot open it, the start fails, Restart=on-failure starts it again")
 def test_first_start_is_ready_without_a_restart(host):
     """The socket-activated first start, which creates the VFs, is ready
-    at once: udev renaming the new representors meanwhile (as on any host
-    with systemd) must not fail it."""
+    at once: udev renames the new representors meanwhile (eth0 to
+    eni5npf0vf0, as on any host with systemd), and the daemon waits for
+    udev's name before it adds them to OVS."""
     restarts = getattr(host, "first_start_restarts", None)
     if restarts is None:
         pytest.skip("the first start did not happen (test above failed)")

@@ -43,6 +43,7 @@ static bool pf_devlink(const struct vpd_pf *pf, char **bus, char **dev, GError *
 struct port_dump {
 	const char *bus, *dev;
 	GPtrArray *rep;         /* by VF number: representor netdev */
+	GArray *ifindex;        /* by VF number: its ifindex, 0 if not told */
 	unsigned ports;         /* of the instance, of any flavour */
 };
 
@@ -81,6 +82,8 @@ static int port_cb(struct nl_msg *msg, void *arg)
 	if (vpd_devlink_vf_port(tb, d->bus, d->dev, &vf, &netdev) && vf < d->rep->len) {
 		g_free(d->rep->pdata[vf]);
 		d->rep->pdata[vf] = g_strdup(netdev);
+		g_array_index(d->ifindex, int, vf) = tb[DEVLINK_ATTR_PORT_NETDEV_IFINDEX]
+			? (int)nla_get_u32(tb[DEVLINK_ATTR_PORT_NETDEV_IFINDEX]) : 0;
 	}
 	return NL_OK;
 }
@@ -94,6 +97,7 @@ int vpd_devlink_port_parse(struct nl_msg *msg, struct nlattr **tb)
 		[DEVLINK_ATTR_PORT_PCI_VF_NUMBER] = { .type = NLA_U16 },
 		[DEVLINK_ATTR_PORT_EXTERNAL] = { .type = NLA_U8 },
 		[DEVLINK_ATTR_PORT_NETDEV_NAME] = { .type = NLA_NUL_STRING },
+		[DEVLINK_ATTR_PORT_NETDEV_IFINDEX] = { .type = NLA_U32 },
 	};
 
 	return genlmsg_parse(nlmsg_hdr(msg), 0, tb, DEVLINK_ATTR_MAX, policy);
@@ -114,9 +118,9 @@ struct nl_msg *vpd_msg_port_dump(int family)
 
 /* Fill rep (by VF number) from a devlink port dump of pf's instance. */
 static bool dump_reps(const struct vpd_pf *pf, const char *bus, const char *dev,
-		      GPtrArray *rep, GError **error)
+		      GPtrArray *rep, GArray *ifindex, GError **error)
 {
-	struct port_dump d = { .bus = bus, .dev = dev, .rep = rep };
+	struct port_dump d = { .bus = bus, .dev = dev, .rep = rep, .ifindex = ifindex };
 	struct nl_sock *sk = nl_socket_alloc();
 	struct nl_msg *msg = NULL;
 	int family, err = -NLE_NOMEM;
@@ -166,11 +170,73 @@ static bool set_up(const char *ifname, GError **error)
 	return ok;
 }
 
+/*
+ * Whether udev has done with netdev ifindex: its database entry is written
+ * (udev writes it for every netdev once it has handled its "add" event,
+ * the rename included: what sd_device_get_is_initialized() and so
+ * systemd-networkd wait for) and no rename is in flight (systemd 255 and
+ * later write ID_RENAMING=1 there before renaming, until the "move" event
+ * is handled).  Never blocks.
+ */
+static bool udev_done(int ifindex)
+{
+	g_autofree char *path = g_strdup_printf("/run/udev/data/n%d", ifindex);
+	g_autofree char *db = NULL;
+
+	if (!g_file_get_contents(path, &db, NULL, NULL))
+		return false;
+	return !g_str_has_prefix(db, "E:ID_RENAMING=1\n") && !strstr(db, "\nE:ID_RENAMING=1\n");
+}
+
+/*
+ * The current name of VF vf's representor, ifindex (dumped as name): on a
+ * host where udev runs (/run/udev/control, as libudev tells), once udev
+ * has done with it.  udev renames a new netdev (eth0 to eni5npf0vf0, by
+ * its physical port name) a moment after the driver made it, so the name
+ * in the dump that found it may be gone by the time OVS opens the port
+ * ("got OpenFlow port -1").  Polls until deadline (monotonic time, us);
+ * NULL and error then.
+ */
+static char *settled_name(const struct vpd_pf *pf, unsigned vf, const char *name, int ifindex,
+			  gint64 deadline, GError **error)
+{
+	char now[IF_NAMESIZE];
+
+	if (!ifindex)
+		return g_strdup(name);  /* (a kernel that does not tell: its dump's name) */
+	if (access("/run/udev/control", F_OK) == 0) {
+		while (!udev_done(ifindex)) {
+			if (g_get_monotonic_time() > deadline) {
+				vpd_ovs_fail(error, G_IO_ERROR_TIMED_OUT,
+					     "PF %s: VF %u's representor %s (ifindex %d): udev "
+					     "has not handled it within %d s (no /run/udev/data/n%d "
+					     "yet, or a rename in flight): is systemd-udevd stuck?",
+					     pf->name, vf, name, ifindex, VPD_UDEV_TIMEOUT_MS / 1000,
+					     ifindex);
+				return NULL;
+			}
+			g_usleep(10000);
+		}
+	}
+	if (!if_indextoname(ifindex, now)) {
+		int e = errno;
+
+		vpd_ovs_fail(error, g_io_error_from_errno(e), "PF %s: VF %u's representor %s "
+			     "(ifindex %d) is gone: %s", pf->name, vf, name, ifindex, g_strerror(e));
+		return NULL;
+	}
+	if (strcmp(now, name))
+		g_message("PF %s: VF %u's representor %s is now %s (udev)", pf->name, vf, name,
+			  now);
+	return g_strdup(now);
+}
+
 bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **error)
 {
 	g_autofree char *bus = NULL;
 	g_autofree char *dev = NULL;
 	g_autoptr(GPtrArray) rep = g_ptr_array_new_with_free_func(g_free);
+	g_autoptr(GArray) ifindex = g_array_new(FALSE, TRUE, sizeof(int));
 	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
 	unsigned missing;
 
@@ -189,9 +255,10 @@ bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **er
 	if (!pf_devlink(pf, &bus, &dev, error))
 		return false;
 	g_ptr_array_set_size(rep, pf->num_vfs);
+	g_array_set_size(ifindex, pf->num_vfs);
 	/* The driver makes representors as the VFs come: wait for them. */
 	for (;;) {
-		if (!dump_reps(pf, bus, dev, rep, error))
+		if (!dump_reps(pf, bus, dev, rep, ifindex, error))
 			return false;
 		missing = G_MAXUINT;
 		for (unsigned i = 0; i < pools->entries->len && missing == G_MAXUINT; i++) {
@@ -209,13 +276,19 @@ bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **er
 					    "and a netdev)", pf->name, missing, bus, dev, missing);
 		g_usleep(10000);
 	}
+	deadline = g_get_monotonic_time() + VPD_UDEV_TIMEOUT_MS * 1000ll;
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		struct vpd_entry *e = pools->entries->pdata[i];
+		char *name;
 
 		if (e->pool->pf != pf)
 			continue;
+		name = settled_name(pf, e->vf, rep->pdata[e->vf],
+				    g_array_index(ifindex, int, e->vf), deadline, error);
+		if (!name)
+			return false;
 		g_free(e->rep);
-		e->rep = g_strdup(rep->pdata[e->vf]);
+		e->rep = name;
 		if (!set_up(e->rep, error))
 			return false;
 	}

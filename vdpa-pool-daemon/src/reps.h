@@ -14,9 +14,14 @@
 
 #include "pool.h"
 
+/* How long udev may take to handle (and rename) a new representor. */
+#define VPD_UDEV_TIMEOUT_MS 30000
+
 /*
  * Each pooled VF of pf gets its representor's name in e->rep, set up.
- * Waits (at most VPD_OVS_TIMEOUT_MS) for the driver to make them.
+ * Waits (at most VPD_OVS_TIMEOUT_MS) for the driver to make them, then
+ * where udev runs (at most VPD_UDEV_TIMEOUT_MS) for udev to have named
+ * them: the name is the one OVS will find.  May block that long.
  */
 bool vpd_find_reps(struct vpd_pools *pools, const struct vpd_pf *pf, GError **error);
 
