@@ -149,24 +149,27 @@ def host(request):
         assert l1.check("ps -p 1 -o comm=").strip() == "systemd"
         # The package installed while OVS is switched to DPDK as an
         # operator does it (Debian's alternative, OVS's own units): what
-        # serves VDUSE devices.  Side by side: each waits on its own.
+        # serves VDUSE devices; meanwhile the modules, and the netdevsim
+        # PF (udev renames its port under systemd: its name once udev is
+        # done).  Side by side: each waits on its own.
         t0 = time.monotonic()
         l1.check(f"dpkg -i /scratch/debs/{os.path.basename(deb)} > /scratch/dpkg.log 2>&1 & p=$!; "
+                 "{ modprobe -a vduse vhost_vdpa vdpa_sim_net netdevsim && "
+                 "echo '5 1' > /sys/bus/netdevsim/new_device && udevadm settle -t 60; "
+                 "} > /scratch/modules.log 2>&1 & m=$!; "
                  "update-alternatives --set ovs-vswitchd "
                  "/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk && "
                  # (the boot may still be starting it: this waits)
                  "systemctl start ovsdb-server && ovs-vsctl set Open_vSwitch . other_config:dpdk-init=true "
                  f"other_config:dpdk-extra='{DPDK_EXTRA}' other_config:per-port-memory=true "
-                 "other_config:pmd-sleep-max=1000 && systemctl restart ovs-vswitchd && "
-                 "modprobe -a vduse vhost_vdpa vdpa_sim_net netdevsim; s=$?; "
+                 "other_config:pmd-sleep-max=1000 && systemctl restart ovs-vswitchd; s=$?; "
+                 "wait $m || { cat /scratch/modules.log; exit 1; }; "
                  "wait $p || { cat /scratch/dpkg.log; exit 1; }; exit $s", timeout=240)
         l1.wait_until("test \"$(ovs-vsctl get Open_vSwitch . dpdk_initialized)\" = true",
                       timeout=60)
-        times["dpkg -i beside OVS-DPDK's restart"] = time.monotonic() - t0
-        l1.new_netdevsim(5)
-        # (udev renames the port under systemd: its name once udev is done)
-        pf = l1.check("udevadm settle -t 60 && ls /sys/bus/netdevsim/devices/netdevsim5/net/",
-                      timeout=90).split()[0]
+        times["dpkg -i beside OVS-DPDK's restart and the netdevsim PF"] = \
+            time.monotonic() - t0
+        pf = l1.check("ls /sys/bus/netdevsim/devices/netdevsim5/net/").split()[0]
         l1.check(f"cat > /etc/vdpa-pool-daemon.conf <<'EOF'\n{CONF.format(pf=pf)}EOF\n"
                  "vdpa-poolctl check /etc/vdpa-pool-daemon.conf")
         l1.check(f"cat > /tmp/client.py <<'EOF'\n{CLIENT}EOF\n"
@@ -297,8 +300,7 @@ def test_socket_activation_sandbox_claims_restart_stop(host):
         [("sim", "free")] * 2 + [("vduse", "free")] * 2, st
     assert l1.check(f"systemctl is-active {UNIT}").strip() == "active"
     l1.times["first socket-activated start to the client's VFs (provisioning 4)"] = first_s
-    l1.times["restarts (Restart=on-failure) before the first start was ready"] = \
-        l1.first_start_restarts
+
 
 
 def test_first_start_is_ready_without_a_restart(host):
@@ -315,13 +317,19 @@ def test_first_start_is_ready_without_a_restart(host):
                    "grep -m3 -e 'got OpenFlow port' -e 'cannot set promisc'; true"))
 
 
+# Rounds of the start-to-ready comparison: the two differ by several
+# times what one start moves with the machine's load, so the best of two
+# each tells them apart (each round costs about 4.5 s under TCG).
+ROUNDS = 2
+
+
 def test_start_to_ready_systemd_vs_by_hand(host):
     """The same daemon, configuration and state (4 VFs provisioned, none
     claimed), started by systemd (`systemctl start`, to READY=1) and by
-    hand (exec to its READY line), alternately, three times each."""
+    hand (exec to its READY line), alternately, ROUNDS times each."""
     l1 = host
     by_systemd, exec_to_ready, by_hand = [], [], []
-    for _ in range(3):
+    for _ in range(ROUNDS):
         l1.check(f"systemctl stop {UNIT}", timeout=120)
         t = float(l1.check("python3 /tmp/by-hand.py", timeout=180))
         by_hand.append(t)
@@ -332,16 +340,18 @@ def test_start_to_ready_systemd_vs_by_hand(host):
                            int(p["InactiveExitTimestampMonotonic"])) / 1e6)
         exec_to_ready.append((int(p["ActiveEnterTimestampMonotonic"]) -
                               int(p["ExecMainStartTimestampMonotonic"])) / 1e6)
-    med = {k: sorted(v)[1] for k, v in (("systemd", by_systemd), ("exec", exec_to_ready),
-                                        ("hand", by_hand))}
+    best = {k: min(v) for k, v in (("systemd", by_systemd), ("exec", exec_to_ready),
+                                   ("hand", by_hand))}
     lines = [f"{k}: {v:.2f} s" for k, v in l1.times.items()] + [
+        "restarts (Restart=on-failure) before the first start was ready: "
+        f"{getattr(l1, 'first_start_restarts', '(no first start)')}",
         "start to ready, 4 VFs provisioned (VDUSE 2, vdpa_sim 2), OVS-DPDK, no claim:",
         f"  systemctl start (unit start, ExecStartPre modprobe included, to READY=1): "
-        f"{' '.join(f'{x:.2f}' for x in by_systemd)} s, median {med['systemd']:.2f}",
+        f"{' '.join(f'{x:.2f}' for x in by_systemd)} s, best {best['systemd']:.2f}",
         f"  of which exec to READY=1: {' '.join(f'{x:.2f}' for x in exec_to_ready)} s, "
-        f"median {med['exec']:.2f}",
+        f"best {best['exec']:.2f}",
         f"  by hand (exec to READY on stdout): {' '.join(f'{x:.2f}' for x in by_hand)} s, "
-        f"median {med['hand']:.2f}"]
+        f"best {best['hand']:.2f}"]
     lines.append("this machine's load average at the end: " + open("/proc/loadavg").read().strip())
     print("\n".join(lines))
     with open(os.path.join(paths.ARTIFACTS, "l1-systemd-timings.txt"), "w") as f:
