@@ -548,12 +548,17 @@ def test_guest_rules_survive_ovs_vswitchd_restart(flows_host):
 def test_rule_churn_paced_while_another_claims(flows_host):
     """max-flow-changes: A's churn hits EAGAIN; B's CLAIM is answered
     within QEMU's wait for an answer (5 s) between two of A's EAGAINs.
-    (Last: it leaves the daemon on CHURN_CONF.)"""
+    The daemon runs on CHURN_CONF for this test only."""
     l1 = flows_host
     stop_daemon(l1)
     l1.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CHURN_CONF}EOF")
     start_daemon(l1, daemon_binary())
-    res = l1.run(f"python3 /tmp/flows_churn.py {BRIDGE}", timeout=300)
+    try:
+        res = l1.run(f"python3 /tmp/flows_churn.py {BRIDGE}", timeout=300)
+    finally:
+        stop_daemon(l1)
+        l1.check(f"cat > /tmp/vpd.conf <<'EOF'\n{CONF}EOF")
+        start_daemon(l1, daemon_binary())
     assert res.ok, f"{res}\n--- daemon log\n{l1.check(f'tail -40 {DAEMON_LOG}')}"
     c = json.loads(res.stdout.splitlines()[-1])["churn"]
     print(json.dumps(c))
