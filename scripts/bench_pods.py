@@ -61,12 +61,16 @@ RR_RATE = int(os.environ.get("VSRIOV_BENCH_RR_RATE", "20"))
 RX_MBPS = float(os.environ.get("VSRIOV_BENCH_RX_MBPS", "1"))
 PATHS = os.environ.get("VSRIOV_BENCH_PATHS", "before,before-kube,after,ideal").split(",")
 ALL_KINDS = ("udp-tx", "udp-rx", "tcp-tx", "rr")
-KINDS = tuple(os.environ.get("VSRIOV_BENCH_KINDS", ",".join(ALL_KINDS)).split(","))
-assert set(KINDS) <= set(ALL_KINDS), KINDS
 # The VM's QEMU's -icount (empty: none): the guest's clock advances by
 # 2^shift ns per instruction it executes, so its timers fire after the same
 # instructions however fast TCG runs.
 ICOUNT = os.environ.get("VSRIOV_BENCH_ICOUNT", "shift=0,sleep=on")
+# rr's client paces and ends its run by the guest's clock, which -icount
+# slows while the guest works: a round may never end.  Not by default
+# under -icount (docs/benchmarks.md).
+DEFAULT_KINDS = tuple(k for k in ALL_KINDS if not (ICOUNT and k == "rr"))
+KINDS = tuple(os.environ.get("VSRIOV_BENCH_KINDS", ",".join(DEFAULT_KINDS)).split(","))
+assert set(KINDS) <= set(ALL_KINDS), KINDS
 PEER_IP = "10.50.0.100"
 VLAN = 100
 VM = "vm1"
