@@ -331,6 +331,26 @@ static void test_mac_in_use(struct fixture *f, gconstpointer data)
 }
 
 /*
+ * A migration's two VFs of pool c: the source's, claimed by client 7 for
+ * VM x, and the destination's, by client 8 for @dst_owner; their daemon
+ * MACs as they were claimed.
+ */
+static void claim_src_dst(struct fixture *f, GPtrArray *got, const char *dst_owner,
+			  struct vpd_entry **src, struct vpd_entry **dst, uint8_t src_mac[6],
+			  uint8_t dst_mac[6])
+{
+	g_autoptr(GError) err = NULL;
+
+	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
+	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, dst_owner, 1, got, &err));
+	g_assert_no_error(err);
+	*src = got->pdata[0];
+	*dst = got->pdata[1];
+	memcpy(src_mac, (*src)->default_mac, 6);
+	memcpy(dst_mac, (*dst)->default_mac, 6);
+}
+
+/*
  * A VM's VF may take the MAC of another VF claimed by the same uid under
  * the same owner name (a migration: the destination's VF takes the MAC
  * the guest had on the source's); another owner name may not.  Once the
@@ -348,12 +368,7 @@ static void test_mac_passes_within_vm(struct fixture *f, gconstpointer data)
 	struct vpd_vf_attrs a;
 
 	(void)data;
-	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
-	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-y", 1, got, &err));
-	src = got->pdata[0];
-	dst = got->pdata[1];
-	memcpy(src_mac, src->default_mac, 6);
-	memcpy(dst_mac, dst->default_mac, 6);
+	claim_src_dst(f, got, "p0@vm-y", &src, &dst, src_mac, dst_mac);
 	a = dst->attrs;
 	memcpy(a.mac, src->default_mac, 6);
 	/* another VM's: refused */
@@ -417,12 +432,7 @@ static void test_failed_handover_swaps_nothing(struct fixture *f, gconstpointer 
 	struct vpd_vf_attrs a;
 
 	(void)data;
-	g_assert_true(vpd_pools_claim(f->pools, "c", 7, 0, 0, 1, 0, "p0@vm-x", 1, got, &err));
-	g_assert_true(vpd_pools_claim(f->pools, "c", 8, 0, 0, 2, 0, "p0@vm-x", 1, got, &err));
-	src = got->pdata[0];
-	dst = got->pdata[1];
-	memcpy(src_mac, src->default_mac, 6);
-	memcpy(dst_mac, dst->default_mac, 6);
+	claim_src_dst(f, got, "p0@vm-x", &src, &dst, src_mac, dst_mac);
 	a = src->attrs;
 	memcpy(a.mac, pod, 6);
 	g_assert_true(vpd_pools_set_attrs(f->pools, src, 7, &a, &err));
