@@ -69,6 +69,12 @@ static void flows_ovs(GPtrArray *entries, void *worker, vpd_flows_done_fn done, 
 	vpd_ovs_worker_flows(worker, entries, done, opaque);
 }
 
+static void port_stats_ovs(GPtrArray *entries, void *worker, vpd_port_stats_done_fn done,
+			   void *opaque)
+{
+	vpd_ovs_worker_port_stats(worker, entries, done, opaque);
+}
+
 static void rules_ovs(const struct vpd_rule_change *c, void *worker, vpd_applied_fn done,
 		      void *opaque)
 {
@@ -561,6 +567,7 @@ int main(int argc, char **argv)
 		worker = vpd_ovs_worker_new(g_steal_pointer(&ovs), pools);
 		vpd_server_set_apply(server, apply_ovs, worker);
 		vpd_server_set_flows(server, flows_ovs, worker);
+		vpd_server_set_port_stats(server, port_stats_ovs, worker);
 		vpd_server_set_rules(server, rules_ovs, rule_stats_ovs, worker);
 		vpd_server_set_reps(server, vpd_tap_open, vpd_tap_remove);
 	}

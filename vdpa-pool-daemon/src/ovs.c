@@ -1179,6 +1179,56 @@ GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError
 	return lines;
 }
 
+bool vpd_ovs_port_stats(struct vpd_ovs *o, const struct vpd_pools *pools, GArray *out,
+			GError **error)
+{
+	static const char *const cols[] = { "name", "statistics", NULL };
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
+	g_autoptr(vpd_json) res = NULL;
+	g_autoptr(GHashTable) by_name = g_hash_table_new(g_str_hash, g_str_equal);
+	const struct vpd_json *rows;
+
+	op_select(ops, "Interface", NULL, cols);
+	req = ops_end(ops);
+	res = vpd_ovsdb_transact(&o->db, req, error);
+	if (!res)
+		return false;
+	rows = vpd_json_get(vpd_json_at(res, 0), "rows");
+	for (unsigned i = 0; i < vpd_json_len(rows); i++) {
+		const struct vpd_json *r = vpd_json_at(rows, i);
+		const struct vpd_json *n = vpd_json_get(r, "name");
+
+		if (n && n->type == VPD_JSON_STRING)
+			g_hash_table_insert(by_name, n->str, (gpointer)vpd_json_get(r, "statistics"));
+	}
+	g_array_set_size(out, 0);
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+		/* ["map", [[key, value], ...]] (RFC 7047 5.1) */
+		const struct vpd_json *map = e->rep ? g_hash_table_lookup(by_name, e->rep) : NULL;
+		const struct vpd_json *pairs = vpd_json_at(map, 1);
+		struct vpd_port_stats st = { 0 };
+
+		for (unsigned j = 0; j < vpd_json_len(pairs); j++) {
+			const struct vpd_json *k = vpd_json_at(vpd_json_at(pairs, j), 0);
+			const struct vpd_json *v = vpd_json_at(vpd_json_at(pairs, j), 1);
+
+			if (!k || k->type != VPD_JSON_STRING || !v || v->type != VPD_JSON_NUMBER ||
+			    v->num < 0)
+				continue;
+			for (unsigned s = 0; s < VPD_PS_N; s++) {
+				if (!strcmp(k->str, vpd_port_stat_ovs_key[s])) {
+					st.have |= 1u << s;
+					st.v[s] = (uint64_t)v->num;
+				}
+			}
+		}
+		g_array_append_val(out, st);
+	}
+	return true;
+}
+
 /* ---- a guest's rules ---------------------------------------------------- */
 
 /* Change c as one atomic bundle, committed (no note of it taken). */

@@ -21,6 +21,7 @@
 #define VPD_OVS_H
 
 #include "config.h"
+#include "metrics.h"    /* the ports' counters */
 #include "openflow.h"   /* the OpenFlow messages and the flow model */
 #include "policy.h"     /* each VF's port number, flows and rows */
 #include "pool.h"
@@ -64,6 +65,16 @@ void vpd_ovs_idle(struct vpd_ovs *o);
  * not have is listed with "MISSING".  NULL with error if OVS cannot say.
  */
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error);
+
+/*
+ * Each of pools' entries' switch port's counters (metrics.h), as OVS's
+ * Interface statistics hold them (ovs-vswitchd refreshes them every
+ * other_config:stats-update-interval, 5 s by default): one OVSDB select,
+ * out set to a struct vpd_port_stats per entry, in order (have 0: OVS has
+ * none for it).  Blocks (the worker thread's).
+ */
+bool vpd_ovs_port_stats(struct vpd_ovs *o, const struct vpd_pools *pools, GArray *out,
+			GError **error);
 
 /*
  * A change of a guest's rules (rules.h) as one atomic bundle, answered

@@ -6,7 +6,7 @@
 #include "conn.h"
 #include "server.h"         /* VPD_FLOWS_WAIT_MS */
 
-enum job_kind { JOB_APPLY, JOB_FLOWS, JOB_TICK, JOB_STOP, JOB_RULES, JOB_STATS };
+enum job_kind { JOB_APPLY, JOB_FLOWS, JOB_TICK, JOB_STOP, JOB_RULES, JOB_STATS, JOB_PORT_STATS };
 
 struct job {
 	enum job_kind kind;
@@ -19,6 +19,8 @@ struct job {
 	/* the answer */
 	GError *error;
 	GPtrArray *flows;           /* FLOWS: a GPtrArray of lines per entry */
+	GArray *port_stats;         /* PORT_STATS: a struct vpd_port_stats per entry */
+	vpd_ovs_port_stats_fn port_stats_done;
 	struct vpd_rule_change *rules; /* RULES */
 	vpd_ovs_stats_fn stats_done;   /* STATS: of rule id of table */
 	uint8_t table;
@@ -45,6 +47,8 @@ static void job_free(struct job *j)
 	g_clear_error(&j->error);
 	if (j->flows)
 		g_ptr_array_unref(j->flows);
+	if (j->port_stats)
+		g_array_unref(j->port_stats);
 	g_free(j);
 }
 
@@ -162,6 +166,14 @@ static gpointer worker_thread(gpointer data)
 				g_ptr_array_add(j->flows, lines);
 			}
 			break;
+		case JOB_PORT_STATS:
+			/* Its METRICS has answered without them by then. */
+			if (waited_too_long(j, VPD_FLOWS_WAIT_MS, "the question"))
+				break;
+			j->port_stats = g_array_new(false, true, sizeof(struct vpd_port_stats));
+			if (!vpd_ovs_port_stats(w->ovs, j->snap, j->port_stats, &j->error))
+				g_clear_pointer(&j->port_stats, g_array_unref);
+			break;
 		case JOB_TICK:
 			vpd_ovs_tick(w->ovs, j->snap);
 			keep_reps(w, j->snap);
@@ -192,6 +204,9 @@ static gboolean job_done(gpointer data)
 		break;
 	case JOB_FLOWS:
 		j->flows_done(j->flows, j->error, j->opaque);
+		break;
+	case JOB_PORT_STATS:
+		j->port_stats_done(j->port_stats, j->error, j->opaque);
 		break;
 	case JOB_TICK:
 		w->tick_queued = false;
@@ -224,6 +239,8 @@ static void push(struct vpd_ovs_worker *w, struct job *j)
 			j->stats_done(j->error, 0, 0, j->opaque);
 		else if (j->kind == JOB_FLOWS)
 			j->flows_done(NULL, j->error, j->opaque);
+		else if (j->kind == JOB_PORT_STATS)
+			j->port_stats_done(NULL, j->error, j->opaque);
 		job_free(j);
 		return;
 	}
@@ -308,6 +325,18 @@ void vpd_ovs_worker_flows(struct vpd_ovs_worker *w, const GPtrArray *entries,
 	j->kind = JOB_FLOWS;
 	j->snap = vpd_pools_copy(entries);
 	j->flows_done = done;
+	j->opaque = opaque;
+	push(w, j);
+}
+
+void vpd_ovs_worker_port_stats(struct vpd_ovs_worker *w, const GPtrArray *entries,
+			       vpd_ovs_port_stats_fn done, void *opaque)
+{
+	struct job *j = g_new0(struct job, 1);
+
+	j->kind = JOB_PORT_STATS;
+	j->snap = vpd_pools_copy(entries);
+	j->port_stats_done = done;
 	j->opaque = opaque;
 	push(w, j);
 }

@@ -53,6 +53,15 @@ void vpd_ovs_worker_apply(struct vpd_ovs_worker *w, const struct vpd_entry *e,
  */
 void vpd_ovs_worker_flows(struct vpd_ovs_worker *w, const GPtrArray *entries,
 			  vpd_ovs_flows_fn done, void *opaque);
+/*
+ * Each of entries' switch port's counters (vpd_ovs_port_stats()): for each
+ * entry asked about, in order, a struct vpd_port_stats (borrowed); not
+ * asked when the question waited VPD_FLOWS_WAIT_MS (METRICS has answered
+ * without them by then).
+ */
+typedef void (*vpd_ovs_port_stats_fn)(GArray *per_entry, const GError *error, void *opaque);
+void vpd_ovs_worker_port_stats(struct vpd_ovs_worker *w, const GPtrArray *entries,
+			       vpd_ovs_port_stats_fn done, void *opaque);
 /* A change of a guest's rules (vpd_ovs_rules(); c is copied); done later. */
 void vpd_ovs_worker_rules(struct vpd_ovs_worker *w, const struct vpd_rule_change *c,
 			  vpd_ovs_done_fn done, void *opaque);

@@ -12,23 +12,34 @@
  *       pool, VF index, whether and by whom it is claimed, its attributes
  *       and its vhost-vdpa device.  Exit 1 with the daemon's sentence or the
  *       connection error.  Default socket: /run/vdpa-pool-daemon/api.sock.
+ *
+ *   vdpa-poolctl metrics [--socket PATH] [--output FILE]
+ *       Ask the running daemon (METRICS, root only) for its counters, each
+ *       VF's holder and switch port's counters, and write them in
+ *       Prometheus' text format (docs/daemon-admin.md, "Metrics"): on
+ *       stdout, or to FILE atomically (a temporary file in FILE's folder,
+ *       renamed over it), for node_exporter's textfile collector.
  */
 #include "config.h"
+#include "metrics.h"
 #include "pool.h"
 #include "protocol.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-glib/json-glib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 static void usage(FILE *f)
 {
 	fputs("usage: vdpa-poolctl check [--json] FILE\n"
-	      "       vdpa-poolctl status [--json] [--socket PATH]\n", f);
+	      "       vdpa-poolctl status [--json] [--socket PATH]\n"
+	      "       vdpa-poolctl metrics [--socket PATH] [--output FILE]\n", f);
 }
 
 /* One request, one answer (no fds expected). */
@@ -249,6 +260,82 @@ static int status(const char *path, bool json)
 	return 0;
 }
 
+/*
+ * text into path atomically: a file of its own in path's folder (not
+ * named *.prom: the textfile collector reads only those), synced, mode
+ * 0644, renamed over path.  A reader sees the old file or the new one.
+ */
+static bool write_atomically(const char *path, const GString *text, GError **error)
+{
+	g_autofree char *dir = g_path_get_dirname(path);
+	g_autofree char *base = g_path_get_basename(path);
+	g_autofree char *tmp = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+	gsize off = 0;
+	int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno),
+			    "cannot write in %s: %s", dir, g_strerror(errno));
+		return false;
+	}
+	while (off < text->len) {
+		ssize_t n = write(fd, text->str + off, text->len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += n;
+	}
+	if (off < text->len || fchmod(fd, 0644) < 0 || fsync(fd) < 0 || close(fd) < 0 ||
+	    rename(tmp, path) < 0) {
+		int errnum = errno;
+
+		if (off < text->len)
+			close(fd);
+		unlink(tmp);
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errnum),
+			    "cannot write %s: %s", path, g_strerror(errnum));
+		return false;
+	}
+	return true;
+}
+
+static int metrics(const char *path, const char *output)
+{
+	g_autoptr(GError) err = NULL;
+	g_autoptr(vpd_msg) m = NULL;
+	g_autoptr(GBytes) req = NULL;
+	g_autoptr(GString) text = g_string_new(NULL);
+	struct vpd_builder b;
+
+	vpd_builder_init(&b, VPD_MSG_METRICS, 1);
+	req = vpd_builder_finish(&b);
+	m = request(path, req, &err);
+	if (!m) {
+		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+		return 1;
+	}
+	if (m->type == VPD_MSG_ERROR) {
+		fprintf(stderr, "vdpa-poolctl: the daemon refused: %s\n",
+			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
+		return 1;
+	}
+	if (!vpd_metrics_format(m, text, &err)) {
+		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+		return 1;
+	}
+	if (!output) {
+		fwrite(text->str, 1, text->len, stdout);
+		return fflush(stdout) ? 1 : 0;
+	}
+	if (!write_atomically(output, text, &err)) {
+		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+		return 1;
+	}
+	return 0;
+}
+
 static void print_human(const struct vpd_config *cfg, const struct vpd_pools *pools)
 {
 	printf("socket %s, state %s, OVS bridge %s\n", cfg->socket_path, cfg->state_path,
@@ -332,6 +419,21 @@ int main(int argc, char **argv)
 			}
 		}
 		return status(sock, json);
+	}
+	if (argc >= 2 && !strcmp(argv[1], "metrics")) {
+		const char *output = NULL;
+
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+				sock = argv[++i];
+			} else if (!strcmp(argv[i], "--output") && i + 1 < argc) {
+				output = argv[++i];
+			} else {
+				usage(stderr);
+				return 2;
+			}
+		}
+		return metrics(sock, output);
 	}
 	if (argc < 2 || strcmp(argv[1], "check")) {
 		usage(stderr);

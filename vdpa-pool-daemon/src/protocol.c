@@ -6,7 +6,8 @@
  * (magic, version, a known type, a payload length within bounds that
  * matches what was received), each attribute (a known type, the exact size
  * of its kind, strings NUL-terminated UTF-8 without inner NULs, padding
- * inside the payload), and nesting (VPD_A_VF only, one level deep).
+ * inside the payload), and nesting (VF, POOL_STATS and CONNS, one level
+ * deep).
  */
 #include "protocol.h"
 
@@ -16,7 +17,7 @@ G_DEFINE_QUARK(vpd-protocol-error-quark, vpd_protocol_error)
 
 enum kind {
 	K_NONE, K_U8, K_U16, K_U32, K_U64, K_MAC, K_STR, K_NEST, K_TOKEN,
-	K_B4, K_B8, K_B12, K_B32,
+	K_B4, K_B8, K_B12, K_B32, K_U64S,
 };
 
 static const enum kind attr_kind[VPD_A_MAX + 1] = {
@@ -60,6 +61,17 @@ static const enum kind attr_kind[VPD_A_MAX + 1] = {
 	[VPD_A_VLAN_PUSH] = K_U16,
 	[VPD_A_PACKETS] = K_U64,
 	[VPD_A_BYTES] = K_U64,
+	[VPD_A_UID] = K_U32,
+	[VPD_A_PORT_STATS] = K_U64S,
+	[VPD_A_POOL_STATS] = K_NEST,
+	[VPD_A_CLAIMS] = K_U64,
+	[VPD_A_CLAIMS_REFUSED] = K_U64,
+	[VPD_A_RELEASES] = K_U64,
+	[VPD_A_RELEASES_GONE] = K_U64,
+	[VPD_A_CLAIM_HIST] = K_U64S,
+	[VPD_A_RELEASE_HIST] = K_U64S,
+	[VPD_A_CONNS] = K_NEST,
+	[VPD_A_START_TIME] = K_U64,
 };
 
 #define MAX_STR 1024
@@ -147,6 +159,18 @@ void vpd_put_u64(struct vpd_builder *b, uint16_t type, uint64_t v)
 	vpd_put_bytes(b, type, le, 8);
 }
 
+void vpd_put_u64s(struct vpd_builder *b, uint16_t type, const uint64_t *v, unsigned n)
+{
+	uint8_t le[8 * VPD_MAX_U64S];
+
+	g_assert(n && n <= VPD_MAX_U64S);
+	for (unsigned i = 0; i < n; i++) {
+		put_le32(le + 8 * i, v[i]);
+		put_le32(le + 8 * i + 4, v[i] >> 32);
+	}
+	vpd_put_bytes(b, type, le, 8 * n);
+}
+
 void vpd_put_str(struct vpd_builder *b, uint16_t type, const char *s)
 {
 	vpd_put_bytes(b, type, s, strlen(s) + 1);
@@ -193,6 +217,7 @@ static bool known_type(uint16_t type)
 	case VPD_MSG_FLOW_ADD:
 	case VPD_MSG_FLOW_DEL:
 	case VPD_MSG_FLOW_STATS:
+	case VPD_MSG_METRICS:
 	case VPD_MSG_REPLY:
 	case VPD_MSG_ERROR:
 		return true;
@@ -284,6 +309,9 @@ static bool check_value(enum kind k, const uint8_t *v, uint16_t len, int depth,
 	case K_B32:
 		return len == (k == K_B4 ? 4 : k == K_B8 ? 8 : k == K_B12 ? 12 : 32) ||
 		       bad(error, "match attribute of wrong size");
+	case K_U64S:
+		return (len && len % 8 == 0 && len / 8 <= VPD_MAX_U64S) ||
+		       bad(error, "u64s attribute of wrong size");
 	case K_TOKEN:
 		return len == VPD_HANDOVER_SIZE ||
 		       bad(error, "HANDOVER attribute of wrong size");
@@ -363,6 +391,24 @@ bool vpd_attr_u64(const struct vpd_attr_view *a, uint64_t *out)
 	if (!a || a->len != 8)
 		return false;
 	*out = get_le32(a->value) | (uint64_t)get_le32(a->value + 4) << 32;
+	return true;
+}
+
+unsigned vpd_attr_u64_count(const struct vpd_attr_view *a)
+{
+	if (!a || attr_kind[a->type] != K_U64S)
+		return 0;
+	return a->len / 8;      /* validated by the parser */
+}
+
+bool vpd_attr_u64_at(const struct vpd_attr_view *a, unsigned i, uint64_t *out)
+{
+	const uint8_t *p;
+
+	if (i >= vpd_attr_u64_count(a))
+		return false;
+	p = a->value + 8 * i;
+	*out = get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 	return true;
 }
 

@@ -25,6 +25,7 @@
 #define VPD_MAX_PAYLOAD (256 * 1024)
 #define VPD_MAX_DEPTH 2
 #define VPD_HANDOVER_SIZE 16
+#define VPD_MAX_U64S 64         /* u64s in one attribute, at most */
 
 #define VPD_PROTOCOL_ERROR (vpd_protocol_error_quark())
 GQuark vpd_protocol_error_quark(void);
@@ -45,6 +46,9 @@ enum vpd_msg_type {
 				 * rule in the connection's own table */
 	VPD_MSG_FLOW_DEL = 9,   /* FLOW_ID */
 	VPD_MSG_FLOW_STATS = 10, /* FLOW_ID -> PACKETS, BYTES */
+	VPD_MSG_METRICS = 11,   /* -> every pooled VF (with PORT_STATS), each
+				 * pool's POOL_STATS, the CONNS by uid,
+				 * START_TIME; root only */
 	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
 	VPD_MSG_ERROR = 65,     /* errno, message */
 };
@@ -97,7 +101,20 @@ enum vpd_attr {
 	VPD_A_VLAN_PUSH = 38,   /* u16: push an 802.1Q tag, VID 1..4094 */
 	VPD_A_PACKETS = 39,     /* u64 */
 	VPD_A_BYTES = 40,       /* u64 */
-	VPD_A_MAX = 40,
+	/* METRICS (docs/daemon-protocol.md, "Metrics") */
+	VPD_A_UID = 41,         /* u32 */
+	VPD_A_PORT_STATS = 42,  /* u64s: the VF's port's counters, as OVS has them
+				 * (enum vpd_port_stat) */
+	VPD_A_POOL_STATS = 43,  /* nested: POOL, CLAIMS ... RELEASE_HIST */
+	VPD_A_CLAIMS = 44,      /* u64: CLAIMs granted */
+	VPD_A_CLAIMS_REFUSED = 45, /* u64: CLAIMs refused */
+	VPD_A_RELEASES = 46,    /* u64: VFs released by a RELEASE */
+	VPD_A_RELEASES_GONE = 47, /* u64: VFs released as their client went */
+	VPD_A_CLAIM_HIST = 48,  /* u64s: a histogram (vpd_hist_put()) */
+	VPD_A_RELEASE_HIST = 49, /* u64s */
+	VPD_A_CONNS = 50,       /* nested: UID, COUNT (its connections) */
+	VPD_A_START_TIME = 51,  /* u64: the daemon's start, Unix time, s */
+	VPD_A_MAX = 51,
 };
 
 /* A parsed attribute; value points into the message buffer. */
@@ -146,6 +163,12 @@ bool vpd_attr_u32(const struct vpd_attr_view *a, uint32_t *out);
 bool vpd_attr_u64(const struct vpd_attr_view *a, uint64_t *out);
 bool vpd_attr_u16(const struct vpd_attr_view *a, uint16_t *out);
 bool vpd_attr_u8(const struct vpd_attr_view *a, uint8_t *out);
+/* Element i of a u64s attribute (PORT_STATS, *_HIST); false past its end. */
+bool vpd_attr_u64_at(const struct vpd_attr_view *a, unsigned i, uint64_t *out);
+/* How many u64s a u64s attribute holds (0: none, or not one). */
+unsigned vpd_attr_u64_count(const struct vpd_attr_view *a);
+/* Append a u64s attribute of n values (n <= VPD_MAX_U64S). */
+void vpd_put_u64s(struct vpd_builder *b, uint16_t type, const uint64_t *v, unsigned n);
 const char *vpd_attr_str(const struct vpd_attr_view *a);  /* NULL if invalid */
 
 /* The attributes nested in a VPD_A_VF (already validated by the parser). */

@@ -55,6 +55,18 @@ struct client {
 	struct vpd_rules rules;         /* its offloaded rules and their table */
 };
 
+/*
+ * A pool's counters and latency histograms (METRICS).  Only the
+ * configuration's pools have them: a CLAIM of a pool name the daemon does
+ * not have counts nowhere, so no client can make the metrics grow.
+ */
+struct pool_stats {
+	const struct vpd_pool *pool;
+	uint64_t claims, refused;       /* CLAIMs granted, refused */
+	uint64_t releases, gone;        /* VFs released by RELEASE, as their client went */
+	struct vpd_hist claim, release; /* a granted CLAIM's, a RELEASE's time in the daemon */
+};
+
 /* At most one log line per interval for what a hostile client can repeat. */
 struct ratelimit {
 	gint64 last;
@@ -81,6 +93,10 @@ struct vpd_server {
 	void *apply_opaque;
 	vpd_flows_fn flows;
 	void *flows_opaque;
+	vpd_port_stats_fn port_stats;
+	void *port_stats_opaque;
+	GPtrArray *pool_stats;          /* struct pool_stats *, pools in entries' order */
+	guint64 start_time;             /* Unix time, s */
 	vpd_mac_fn set_mac;
 	vpd_rep_open_fn rep_open;
 	vpd_rep_close_fn rep_close;
@@ -137,6 +153,37 @@ static void client_free(gpointer data)
 	g_queue_clear_full(&c->out, out_msg_free);
 	vpd_rules_clear(&c->rules);
 	g_free(c);
+}
+
+static struct pool_stats *stats_of(struct vpd_server *s, const struct vpd_pool *pool)
+{
+	for (unsigned i = 0; i < s->pool_stats->len; i++) {
+		struct pool_stats *ps = s->pool_stats->pdata[i];
+
+		if (ps->pool == pool)
+			return ps;
+	}
+	return NULL;
+}
+
+/* The statistics of the pool a client named (NULL: the daemon has none). */
+static struct pool_stats *stats_named(struct vpd_server *s, const char *name)
+{
+	for (unsigned i = 0; name && i < s->pool_stats->len; i++) {
+		struct pool_stats *ps = s->pool_stats->pdata[i];
+
+		if (!strcmp(ps->pool->name, name))
+			return ps;
+	}
+	return NULL;
+}
+
+static void count_refused(struct vpd_server *s, const char *pool)
+{
+	struct pool_stats *ps = stats_named(s, pool);
+
+	if (ps)
+		ps->refused++;
 }
 
 /* Write e's claim (or its absence) to the state journal. */
@@ -367,7 +414,11 @@ static unsigned release_client(struct vpd_server *s, uint64_t client, pid_t pid)
 		struct vpd_entry *e = s->pools->entries->pdata[i];
 
 		if (e->claimed && e->client == client && (client || e->pid == pid)) {
+			struct pool_stats *ps = stats_of(s, e->pool);
+
 			release_entry(s, e, client);
+			if (ps)
+				ps->gone++;
 			n++;
 		}
 	}
@@ -606,6 +657,7 @@ struct claim_op {
 	GError *error;          /* its first failure */
 	unsigned failed;        /* which VF failed */
 	bool handover;          /* the CLAIM asked for the hand-over token */
+	gint64 t0;              /* monotonic, us: when its request was read */
 };
 
 static bool claim_finish(struct claim_op *op, bool in_request)
@@ -613,6 +665,7 @@ static bool claim_finish(struct claim_op *op, bool in_request)
 	struct vpd_server *s = op->s;
 	struct client *c = client_of(s, op->client);
 	unsigned n = op->got->len;
+	struct pool_stats *ps;
 	bool ok = true;
 
 	if (op->error) {
@@ -628,6 +681,7 @@ static bool claim_finish(struct claim_op *op, bool in_request)
 				release_entry(s, e, op->client);
 		}
 		g_warning("claim refused: %s", msg);
+		count_refused(s, op->pool);
 		if (c)
 			ok = send_error(c, op->seq, EIO, msg);
 	} else if (c) {
@@ -645,6 +699,11 @@ static bool claim_finish(struct claim_op *op, bool in_request)
 		ok = send_all(c, reply, op->fds, n);
 		g_message("pool '%s': %u VF(s) claimed by '%s' (pid %d uid %u)", op->pool, n,
 			  op->owner, op->pid, op->uid);
+		ps = stats_named(s, op->pool);
+		if (ps) {
+			ps->claims++;
+			vpd_hist_observe(&ps->claim, (g_get_monotonic_time() - op->t0) * 1000);
+		}
 	}
 	/* (a client gone meanwhile had its VFs released by client_gone) */
 	for (unsigned j = 0; j < n; j++)
@@ -678,14 +737,19 @@ static bool do_claim(struct client *c, const struct vpd_msg *m)
 	g_autoptr(GPtrArray) got = g_ptr_array_new();
 	g_autoptr(GError) err = NULL;
 	struct claim_op *op;
+	gint64 t0 = g_get_monotonic_time();
 	int fds[MAX_FDS];
 	uint32_t n;
 	unsigned i;
 
-	if (!pool || !vpd_attr_u32(vpd_msg_get(m, VPD_A_COUNT), &n))
+	if (!pool || !vpd_attr_u32(vpd_msg_get(m, VPD_A_COUNT), &n)) {
+		count_refused(s, pool);
 		return send_error(c, m->seq, EINVAL, "CLAIM needs POOL and COUNT");
-	if (n > MAX_FDS)
+	}
+	if (n > MAX_FDS) {
+		count_refused(s, pool);
 		return send_error(c, m->seq, EINVAL, "at most 253 VFs per CLAIM");
+	}
 	/*
 	 * A VF whose device cannot be opened (a former claimant still holds
 	 * it open: vhost-vdpa has one opener at a time) is quarantined and the
@@ -697,6 +761,7 @@ retry:
 			     vpd_proc_start_time(c->cred.pid), owner ? owner : "", n, got, &err)) {
 		g_message("claim of %u VF(s) from pool '%s' by pid %d uid %u refused: %s", n,
 			  pool, c->cred.pid, c->cred.uid, err->message);
+		count_refused(s, pool);
 		return send_error(c, m->seq, pool_errno(err), err->message);
 	}
 	for (i = 0; i < got->len; i++) {
@@ -723,6 +788,7 @@ retry:
 				"not provisioned", e->vf, pool);
 
 			g_warning("%s", msg);
+			count_refused(s, pool);
 			return send_error(c, m->seq, ENODEV, msg);
 		}
 	}
@@ -737,6 +803,7 @@ retry:
 	op->owner = g_strdup(owner ? owner : "");
 	op->pid = c->cred.pid;
 	op->uid = c->cred.uid;
+	op->t0 = t0;
 	/* (only a client that asks gets it: one that does not may not know it) */
 	op->handover = vpd_msg_get(m, VPD_A_HANDOVER) != NULL;
 	op->left = op->got->len + 1;    /* + 1: until all are asked */
@@ -753,9 +820,12 @@ retry:
 static bool do_release(struct client *c, const struct vpd_msg *m)
 {
 	struct vpd_entry *e = entry_of(c->s, m);
+	gint64 t0 = g_get_monotonic_time();
 	g_autoptr(GError) err = NULL;
 	struct vpd_builder b;
 	g_autoptr(GBytes) reply = NULL;
+	struct pool_stats *ps;
+	bool ok;
 
 	if (!e)
 		return send_error(c, m->seq, EINVAL, "RELEASE needs the HANDLE of a VF");
@@ -764,7 +834,13 @@ static bool do_release(struct client *c, const struct vpd_msg *m)
 	release_entry(c->s, e, c->id);
 	vpd_builder_init(&b, VPD_MSG_REPLY, m->seq);
 	reply = vpd_builder_finish(&b);
-	return send_all(c, reply, NULL, 0);
+	ok = send_all(c, reply, NULL, 0);
+	ps = stats_of(c->s, e->pool);
+	if (ps) {
+		ps->releases++;
+		vpd_hist_observe(&ps->release, (g_get_monotonic_time() - t0) * 1000);
+	}
+	return ok;
 }
 
 /*
@@ -1354,13 +1430,90 @@ static GBytes *query_reply(struct vpd_server *s, uint64_t client, uint32_t seq, 
 	return vpd_builder_finish(&b);
 }
 
-/* A STATUS waiting for the flows (at most VPD_FLOWS_WAIT_MS). */
+/* uid -> connections, in order of uid: METRICS' CONNS */
+static gint uid_order(gconstpointer a, gconstpointer b)
+{
+	guint x = GPOINTER_TO_UINT(a), y = GPOINTER_TO_UINT(b);
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The reply to METRICS: each pooled VF with its port's counters (stats:
+ * a struct vpd_port_stats per entry, or NULL: unknown, why in unknown),
+ * each pool's counters and histograms, the connections by uid.  NULL when
+ * it would not fit in one message.
+ */
+static GBytes *metrics_reply(struct vpd_server *s, uint32_t seq, GArray *stats,
+			     const char *unknown)
+{
+	g_autoptr(GList) uids = g_list_sort(g_hash_table_get_keys(s->per_uid), uid_order);
+	g_autoptr(GBytes) msg = NULL;
+	struct vpd_builder b;
+
+	vpd_builder_init(&b, VPD_MSG_REPLY, seq);
+	vpd_put_u64(&b, VPD_A_START_TIME, s->start_time);
+	if (unknown)
+		vpd_put_str(&b, VPD_A_MESSAGE, unknown);
+	for (unsigned i = 0; i < s->pools->entries->len; i++) {
+		const struct vpd_entry *e = s->pools->entries->pdata[i];
+		const struct vpd_port_stats *ps = stats && i < stats->len ?
+			&g_array_index(stats, struct vpd_port_stats, i) : NULL;
+
+		vpd_nest_start(&b, VPD_A_VF);
+		vpd_put_u32(&b, VPD_A_HANDLE, e->handle);
+		vpd_put_u32(&b, VPD_A_VF_INDEX, e->vf);
+		vpd_put_str(&b, VPD_A_POOL, e->pool->name);
+		if (e->claimed) {
+			if (e->owner)
+				vpd_put_str(&b, VPD_A_OWNER, e->owner);
+			vpd_put_u32(&b, VPD_A_UID, e->uid);
+		}
+		vpd_put_u32(&b, VPD_A_COUNT, e->claimed ? (e->client ? 1 : 2) :
+			    e->quarantined ? 3 : 0);
+		vpd_put_bytes(&b, VPD_A_MAC, e->attrs.mac, 6);
+		vpd_put_u16(&b, VPD_A_VLAN, e->attrs.vlan);
+		if (e->rep)
+			vpd_put_str(&b, VPD_A_PORT, e->rep);
+		if (ps && ps->have)
+			vpd_port_stats_put(&b, ps);
+		vpd_nest_end(&b);
+	}
+	for (unsigned i = 0; i < s->pool_stats->len; i++) {
+		const struct pool_stats *ps = s->pool_stats->pdata[i];
+
+		vpd_nest_start(&b, VPD_A_POOL_STATS);
+		vpd_put_str(&b, VPD_A_POOL, ps->pool->name);
+		vpd_put_u64(&b, VPD_A_CLAIMS, ps->claims);
+		vpd_put_u64(&b, VPD_A_CLAIMS_REFUSED, ps->refused);
+		vpd_put_u64(&b, VPD_A_RELEASES, ps->releases);
+		vpd_put_u64(&b, VPD_A_RELEASES_GONE, ps->gone);
+		vpd_hist_put(&b, VPD_A_CLAIM_HIST, &ps->claim);
+		vpd_hist_put(&b, VPD_A_RELEASE_HIST, &ps->release);
+		vpd_nest_end(&b);
+	}
+	for (GList *l = uids; l; l = l->next) {
+		vpd_nest_start(&b, VPD_A_CONNS);
+		vpd_put_u32(&b, VPD_A_UID, GPOINTER_TO_UINT(l->data));
+		vpd_put_u32(&b, VPD_A_COUNT, GPOINTER_TO_UINT(g_hash_table_lookup(s->per_uid,
+										   l->data)));
+		vpd_nest_end(&b);
+	}
+	msg = vpd_builder_finish(&b);
+	if (g_bytes_get_size(msg) > VPD_HEADER_SIZE + VPD_MAX_PAYLOAD)
+		return NULL;
+	return g_steal_pointer(&msg);
+}
+
+/* A STATUS waiting for the flows, or a METRICS for the ports' counters
+ * (at most VPD_FLOWS_WAIT_MS). */
 struct status_op {
 	struct vpd_server *s;
 	uint64_t client;
 	uint32_t seq;
 	guint timer;
 	unsigned refs;          /* the datapath's answer, the timer, do_query */
+	bool metrics;           /* a METRICS */
 	bool in_request, answered, ok;
 };
 
@@ -1370,7 +1523,8 @@ static void status_unref(struct status_op *op)
 		g_free(op);
 }
 
-static void status_answer(struct status_op *op, GPtrArray *flows, const char *unknown)
+static void status_answer(struct status_op *op, GPtrArray *flows, GArray *stats,
+			  const char *unknown)
 {
 	struct client *c = client_of(op->s, op->client);
 	g_autoptr(GBytes) reply = NULL;
@@ -1378,8 +1532,14 @@ static void status_answer(struct status_op *op, GPtrArray *flows, const char *un
 	op->answered = true;
 	if (!c)
 		return;
-	reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
-	op->ok = send_all(c, reply, NULL, 0);
+	if (!op->metrics)
+		reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
+	else
+		reply = metrics_reply(op->s, op->seq, stats, unknown);
+	if (reply)
+		op->ok = send_all(c, reply, NULL, 0);
+	else
+		op->ok = send_error(c, op->seq, EMSGSIZE, "too many VFs for one METRICS answer");
 	if (op->in_request)
 		c->pending = false;
 	else
@@ -1396,7 +1556,22 @@ static void status_flows_done(GPtrArray *flows, const GError *error, void *opaqu
 			op->timer = 0;
 			op->refs--;
 		}
-		status_answer(op, flows, error ? error->message : NULL);
+		status_answer(op, flows, NULL, error ? error->message : NULL);
+	}
+	status_unref(op);
+}
+
+static void metrics_stats_done(GArray *stats, const GError *error, void *opaque)
+{
+	struct status_op *op = opaque;
+
+	if (!op->answered) {
+		if (op->timer) {
+			g_source_remove(op->timer);
+			op->timer = 0;
+			op->refs--;
+		}
+		status_answer(op, NULL, stats, error ? error->message : NULL);
 	}
 	status_unref(op);
 }
@@ -1407,34 +1582,46 @@ static gboolean status_timeout(gpointer data)
 
 	op->timer = 0;
 	if (!op->answered)
-		status_answer(op, NULL, "OVS did not answer in time");
+		status_answer(op, NULL, NULL, "OVS did not answer in time");
 	status_unref(op);
 	return G_SOURCE_REMOVE;
 }
 
-static bool do_query(struct client *c, const struct vpd_msg *m, bool all)
+static bool do_query(struct client *c, const struct vpd_msg *m, bool all, bool metrics)
 {
 	struct vpd_server *s = c->s;
 	g_autoptr(GBytes) reply = NULL;
 	struct status_op *op;
 	bool answered, ok;
 
+	if (metrics && c->cred.uid != 0)
+		return send_error(c, m->seq, EPERM, "METRICS is for root only");
 	if (all && c->cred.uid != 0)
 		return send_error(c, m->seq, EPERM, "STATUS is for root only");
-	if (!all || !s->flows) {
+	if (metrics && !s->port_stats) {
+		reply = metrics_reply(s, m->seq, NULL, NULL);
+		if (!reply)
+			return send_error(c, m->seq, EMSGSIZE, "too many VFs for one METRICS answer");
+		return send_all(c, reply, NULL, 0);
+	}
+	if (!metrics && (!all || !s->flows)) {
 		reply = query_reply(s, c->id, m->seq, all, NULL, NULL);
 		return send_all(c, reply, NULL, 0);
 	}
-	/* The flows, from OVS: the answer waits for them, never long. */
+	/* The flows or counters, from OVS: the answer waits for them, never long. */
 	op = g_new0(struct status_op, 1);
 	op->s = s;
 	op->client = c->id;
 	op->seq = m->seq;
+	op->metrics = metrics;
 	op->refs = 3;           /* the datapath's answer, the timer, this call */
 	op->in_request = true;
 	c->pending = true;
 	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
-	s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
+	if (metrics)
+		s->port_stats(s->pools->entries, s->port_stats_opaque, metrics_stats_done, op);
+	else
+		s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
 	op->in_request = false;
 	answered = op->answered;
 	ok = op->ok;
@@ -1459,9 +1646,11 @@ static bool handle(struct client *c, GBytes *bytes)
 	case VPD_MSG_SET_ATTRS:
 		return do_set_attrs(c, m);
 	case VPD_MSG_QUERY:
-		return do_query(c, m, false);
+		return do_query(c, m, false, false);
 	case VPD_MSG_STATUS:
-		return do_query(c, m, true);
+		return do_query(c, m, true, false);
+	case VPD_MSG_METRICS:
+		return do_query(c, m, true, true);
 	case VPD_MSG_REP_OPEN:
 		return do_rep_open(c, m);
 	case VPD_MSG_REP_CLOSE:
@@ -1993,6 +2182,18 @@ static struct vpd_server *server_new(struct vpd_pools *pools, const char *socket
 	s->per_uid = g_hash_table_new(NULL, NULL);
 	s->timer_src = g_timeout_add_seconds(1, server_tick, s);
 	s->orphan_watches = g_hash_table_new_full(NULL, NULL, NULL, remove_source);
+	s->pool_stats = g_ptr_array_new_with_free_func(g_free);
+	s->start_time = g_get_real_time() / G_USEC_PER_SEC;
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+
+		if (!stats_of(s, e->pool)) {
+			struct pool_stats *ps = g_new0(struct pool_stats, 1);
+
+			ps->pool = e->pool;
+			g_ptr_array_add(s->pool_stats, ps);
+		}
+	}
 	s->listen_src = g_unix_fd_add(fd, G_IO_IN, new_client, s);
 	return s;
 }
@@ -2070,6 +2271,12 @@ void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque)
 	s->flows_opaque = opaque;
 }
 
+void vpd_server_set_port_stats(struct vpd_server *s, vpd_port_stats_fn fn, void *opaque)
+{
+	s->port_stats = fn;
+	s->port_stats_opaque = opaque;
+}
+
 void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits)
 {
 	s->limits = *limits;
@@ -2123,6 +2330,7 @@ void vpd_server_free(struct vpd_server *s)
 	g_hash_table_unref(s->clients);
 	g_hash_table_unref(s->per_uid);
 	g_hash_table_unref(s->orphan_watches);
+	g_ptr_array_unref(s->pool_stats);
 	g_free(s->socket_path);
 	g_free(s);
 }

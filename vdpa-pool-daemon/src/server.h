@@ -4,7 +4,8 @@
  *
  * Runs in a GMainContext: accepts clients on a Unix stream socket, learns
  * who each is from SO_PEERCRED, answers CLAIM (with the vhost-vdpa fds
- * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY, STATUS, REP_OPEN (a
+ * over SCM_RIGHTS), RELEASE, SET_ATTRS, QUERY, STATUS, METRICS (its
+ * counters and latency histograms, metrics.h), REP_OPEN (a
  * representor port's tap fd over SCM_RIGHTS), REP_CLOSE and a guest's
  * rules (FLOW_ADD, FLOW_DEL, FLOW_STATS; rules.h), and releases
  * everything a client holds the moment its connection closes.  Every
@@ -17,6 +18,7 @@
 #define VPD_SERVER_H
 
 #include "config.h"
+#include "metrics.h"
 #include "pool.h"
 #include "rules.h"
 #include "state.h"
@@ -48,6 +50,17 @@ typedef void (*vpd_apply_fn)(const struct vpd_entry *e, void *opaque, vpd_applie
 typedef void (*vpd_flows_done_fn)(GPtrArray *per_entry, const GError *error, void *opaque);
 typedef void (*vpd_flows_fn)(GPtrArray *entries, void *opaque, vpd_flows_done_fn done,
 			     void *done_opaque);
+
+/*
+ * What METRICS gives as each VF's switch port's counters: done gets, for
+ * each of entries in order, a struct vpd_port_stats (have 0: OVS has
+ * none for it), or NULL and an error when the datapath cannot say.
+ * Unset, METRICS gives none; when done has not come within
+ * VPD_FLOWS_WAIT_MS, METRICS says they are unknown (as STATUS does).
+ */
+typedef void (*vpd_port_stats_done_fn)(GArray *per_entry, const GError *error, void *opaque);
+typedef void (*vpd_port_stats_fn)(GPtrArray *entries, void *opaque, vpd_port_stats_done_fn done,
+				  void *done_opaque);
 
 /*
  * A guest's rules (rules.h): the datapath makes change c (copying what it
@@ -109,6 +122,7 @@ const char *vpd_server_socket_path(const struct vpd_server *s);
 void vpd_server_set_limits(struct vpd_server *s, const struct vpd_server_limits *limits);
 void vpd_server_set_apply(struct vpd_server *s, vpd_apply_fn fn, void *opaque);
 void vpd_server_set_flows(struct vpd_server *s, vpd_flows_fn fn, void *opaque);
+void vpd_server_set_port_stats(struct vpd_server *s, vpd_port_stats_fn fn, void *opaque);
 void vpd_server_set_vdpa_mac(struct vpd_server *s, vpd_mac_fn fn);
 void vpd_server_set_rules(struct vpd_server *s, vpd_rules_fn rules, vpd_rule_stats_fn stats,
 			  void *opaque);
