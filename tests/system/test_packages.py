@@ -163,6 +163,15 @@ def test_install_use_remove_purge(debs, artifacts, tmp_path):
         wants = run("ls /etc/systemd/system/sockets.target.wants"
                     " /etc/systemd/system/multi-user.target.wants").stdout
         assert "vdpa-pool-daemon.socket" in wants and "vdpa-pool-daemon.service" in wants, wants
+        # The metrics timer and its service (vdpa-poolctl metrics for
+        # node_exporter) are shipped, valid units, and not enabled: the
+        # admin enables the timer where node_exporter runs.
+        units = "/lib/systemd/system/vdpa-pool-metrics.service" \
+            " /lib/systemd/system/vdpa-pool-metrics.timer"
+        run(f"test -f {units.split()[0]} && test -f {units.split()[1]}")
+        assert "vdpa-pool-metrics" not in run("ls /etc/systemd/system/*.wants").stdout
+        r = run(f"systemd-analyze verify --man=no {units}", check=False)
+        assert r.returncode == 0, r.stdout
         run("test -f /usr/share/man/man8/vdpa-pool-daemon.8.gz"
             " && test -f /usr/share/man/man8/vdpa-poolctl.8.gz"
             " && test -f /usr/share/man/man1/vsriov-qemu-system-x86_64.1.gz")
