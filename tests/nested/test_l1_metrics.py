@@ -1,0 +1,397 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Level 1: `vdpa-poolctl metrics` (issue 37, part 3) against OVS's own
+counters after real frames.
+
+vdpa-pool-daemon runs as test_l1_datapath.py runs it (harness/l1net.py's
+Switch: a netdevsim PF's VF representors on OVS's kernel datapath, every
+VF claimed by one client, `l1net`, VF N's frames entering its
+representor's receive path).  VFs 0 and 1 get VLAN 100 and a MAC each;
+VF 0 sends broadcast frames, which OVS's flows pass to VF 1's port (and
+the uplink).  `vdpa-poolctl metrics` is parsed by a strict parser of the
+Prometheus text format (below: every line a HELP, TYPE or sample; HELP
+and TYPE once per family and before its samples; a family's samples
+together; label values with only the format's escapes; no series twice;
+each histogram's buckets cumulative and ending at +Inf = _count).
+
+Asserted: each VF's port counters equal what OVS itself reports for the
+port (`ovs-vsctl list Interface`'s statistics, read before and after the
+scrape, unchanged meanwhile), and VF 1's port's moved by the frames VF 0
+sent while the free VLANs' VFs did not move; VF 0's holder, VLAN, MAC and
+port; the claim counted and its latency in the histogram; the
+connections by uid; the policer's family only where OVS counts it (not
+on the kernel datapath).  A non-root peer's METRICS is refused with the
+daemon's sentence and a garbled one closes only its own connection; the
+daemon answers on.  `--output` replaces the file atomically: a reader
+polling it while it is rewritten never sees a partial file, and no
+temporary file stays.  Last, the daemon restarts: its own counters start
+again (start time later), OVS's port counters do not go back."""
+import json
+import math
+import os
+import re
+import time
+
+import pytest
+
+from harness import paths
+from harness.e2e import daemon_binary, start_daemon, stop_daemon
+from harness.l1net import Switch
+
+pytestmark = [pytest.mark.slow, pytest.mark.nested]
+
+SOCK = "/run/vpd-dp/api.sock"
+BCAST = "ff:ff:ff:ff:ff:ff"
+FRAMES = 40
+PORT_KEYS = {"rx_packets": "vdpa_pool_vf_port_rx_packets_total",
+             "rx_bytes": "vdpa_pool_vf_port_rx_bytes_total",
+             "rx_dropped": "vdpa_pool_vf_port_rx_dropped_total",
+             "tx_packets": "vdpa_pool_vf_port_tx_packets_total",
+             "tx_bytes": "vdpa_pool_vf_port_tx_bytes_total",
+             "tx_dropped": "vdpa_pool_vf_port_tx_dropped_total",
+             "ovs_rx_qos_drops": "vdpa_pool_vf_port_policer_dropped_total"}
+
+
+# ---- a strict parser of the text exposition format (version 0.0.4) --------
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+
+
+class Family:
+    def __init__(self, name):
+        self.name, self.type, self.help, self.samples = name, None, None, []
+
+
+def _labels(text, line):
+    """{name: value} of a sample's label set text (without the braces),
+    only the escapes \\\\, \\" and \\n allowed in values."""
+    out, i = {}, 0
+    while i < len(text):
+        m = re.compile(LABEL + r'="').match(text, i)
+        assert m, f"bad label at {text[i:]!r}: {line!r}"
+        name, i, value = m.group(0)[:-2], m.end(), []
+        while text[i] != '"':
+            if text[i] == "\\":
+                esc = text[i + 1]
+                assert esc in '\\"n', f"bad escape \\{esc}: {line!r}"
+                value.append("\n" if esc == "n" else esc)
+                i += 2
+            else:
+                assert text[i] != "\n"
+                value.append(text[i])
+                i += 1
+        i += 1
+        assert name not in out, f"label {name} twice: {line!r}"
+        out[name] = "".join(value)
+        if i < len(text):
+            assert text[i] == ",", f"no comma after a label: {line!r}"
+            i += 1
+    return out
+
+
+def _value(text, line):
+    if text in ("+Inf", "-Inf", "NaN"):
+        return float(text.replace("Inf", "inf").replace("NaN", "nan"))
+    assert re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text), \
+        f"bad value {text!r}: {line!r}"
+    return float(text)
+
+
+def parse(text):
+    """{family name: Family}; raises AssertionError on anything the format
+    does not allow."""
+    fams, order, series = {}, [], set()
+    assert text.endswith("\n"), "the text must end with a newline"
+    for line in text[:-1].split("\n"):
+        m = re.fullmatch(rf"# (HELP|TYPE) ({NAME}) (.*)", line)
+        if m:
+            kind, name, rest = m.groups()
+            f = fams.get(name)
+            if f is None:
+                f = fams[name] = Family(name)
+                order.append(name)
+            assert order[-1] == name, f"{kind} of {name} after another family: {line!r}"
+            assert not f.samples, f"{kind} of {name} after its samples"
+            if kind == "HELP":
+                assert f.help is None, f"HELP of {name} twice"
+                assert not re.search(r"\\[^\\n]", rest), f"bad escape in HELP: {line!r}"
+                f.help = rest
+            else:
+                assert f.type is None, f"TYPE of {name} twice"
+                assert rest in ("counter", "gauge", "histogram", "summary", "untyped"), line
+                f.type = rest
+            continue
+        assert not re.match(r"# (HELP|TYPE)\b", line), f"bad HELP/TYPE line {line!r}"
+        if line.startswith("#") or not line.strip():
+            continue
+        m = re.fullmatch(rf"({NAME})(?:\{{(.*)\}})? (\S+)(?: (-?\d+))?", line)
+        assert m, f"not a sample: {line!r}"
+        name, labels, value = m.group(1), _labels(m.group(2) or "", line), _value(m.group(3), line)
+        fam = next((n for n in (name, re.sub(r"_(bucket|sum|count)$", "", name))
+                    if n in fams and (n == name or fams[n].type == "histogram")), None)
+        assert fam, f"sample {name} of no family declared before it"
+        assert order[-1] == fam, f"sample of {fam} after another family: {line!r}"
+        key = (name, tuple(sorted(labels.items())))
+        assert key not in series, f"series twice: {line!r}"
+        series.add(key)
+        fams[fam].samples.append((name, labels, value))
+    for f in fams.values():
+        assert f.type, f"family {f.name} without TYPE"
+        if f.type == "counter":
+            assert all(v >= 0 for _, _, v in f.samples), f.name
+        if f.type == "histogram":
+            _check_histogram(f)
+    return fams
+
+
+def _check_histogram(f):
+    groups = {}
+    for name, labels, value in f.samples:
+        key = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+        g = groups.setdefault(key, {"buckets": [], "sum": None, "count": None})
+        if name.endswith("_bucket"):
+            g["buckets"].append((_value(labels["le"], labels["le"]), value))
+        else:
+            g[name.rsplit("_", 1)[1]] = value
+    for key, g in groups.items():
+        les = [le for le, _ in g["buckets"]]
+        assert les == sorted(les) and les[-1] == math.inf, f"{f.name}{key}: le {les}"
+        counts = [c for _, c in g["buckets"]]
+        assert counts == sorted(counts), f"{f.name}{key}: buckets not cumulative {counts}"
+        assert g["count"] == counts[-1] and g["sum"] is not None, f"{f.name}{key}: {g}"
+
+
+def samples(fams, name, **labels):
+    """{vf or other remaining label set: value} of a family's samples whose
+    labels include labels."""
+    return [(lab, v) for n, lab, v in fams[name].samples
+            if n == name and all(lab.get(k) == w for k, w in labels.items())]
+
+
+def one(fams, name, **labels):
+    got = samples(fams, name, **labels)
+    assert len(got) == 1, (name, labels, got)
+    return got[0][1]
+
+
+def test_parser_refuses_what_the_format_does_not_allow():
+    """The parser can fail: each of these breaks a rule it checks."""
+    good = ("# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\"} 3\n"
+            "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+            "h_sum 3\nh_count 2\n")
+    parse(good)
+    for bad in (good.replace("# HELP h H.\n", "# HELP a_total again\n# HELP h H.\n"),
+                good.replace("h_count 2\n", "h_count 2\na_total{x=\"2\"} 1\n"),
+                good.replace('le="+Inf"} 2', 'le="+Inf"} 0'),
+                good.replace('a_total{x="1"}', 'a_total{x="a\\tb"}'),
+                good.replace('a_total{x="1"}', 'a_total{x="1",x="2"}'),
+                good.replace("a_total{x=\"1\"} 3\n", "a_total{x=\"1\"} 3\na_total{x=\"1\"} 4\n"),
+                good.replace('le="1"} 1', 'le="1"} 3'),
+                good[:-1]):
+        with pytest.raises(AssertionError):
+            parse(bad)
+
+
+# ---- Level 1 -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def switch(l1host):
+    sw = Switch(l1host).start()
+    yield sw
+    sw.stop()
+
+
+def poolctl():
+    return os.path.join(os.path.dirname(daemon_binary()), "vdpa-poolctl")
+
+
+def mac(vf):
+    return f"02:00:00:00:00:{0x20 + vf:02x}"
+
+
+def ovs_stats(l1):
+    """{port: {key: value}}: OVS's own Interface statistics."""
+    out = json.loads(l1.check("ovs-vsctl --format=json --columns=name,statistics "
+                              "list Interface"))
+    return {name: dict(stats[1]) for name, stats in out["data"]}
+
+
+def scrape(l1, path="/tmp/metrics/vdpa-pool-daemon.prom"):
+    """The metrics as the timer writes them, parsed; with the text."""
+    l1.check(f"mkdir -p {os.path.dirname(path)} && {poolctl()} metrics --socket {SOCK} "
+             f"--output {path}")
+    text = l1.check(f"cat {path}")
+    return parse(text), text
+
+
+def consistent(l1, deadline_s=60):
+    """A scrape and OVS's statistics read before and after it, equal: OVS
+    refreshes its statistics every 5 s, so read again until they held
+    still around the scrape."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        before = ovs_stats(l1)
+        fams, text = scrape(l1)
+        if ovs_stats(l1) == before:
+            return fams, text, before
+        assert time.monotonic() < deadline, "OVS's statistics never held still for a scrape"
+
+
+def port_counters(fams, vf):
+    """{OVS key: value} of VF vf's port counters in the scrape."""
+    out = {}
+    for key, name in PORT_KEYS.items():
+        got = samples(fams, name, pool="a", vf=str(vf)) if name in fams else []
+        if got:
+            out[key] = got[0][1]
+    return out
+
+
+def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
+    l1 = l1host
+    for vf in (0, 1):
+        assert switch.set_attrs(vf, vlan=100, mac=mac(vf), spoofchk=1) == f"OK {vf}"
+    reps = switch.reps
+
+    # Before: every VF's port counters are OVS's, key by key.
+    fams0, _, ovs0 = consistent(l1)
+    for vf, rep in reps.items():
+        want = {k: v for k, v in ovs0[rep].items() if k in PORT_KEYS}
+        assert port_counters(fams0, vf) == want, (vf, rep, ovs0[rep])
+    assert one(fams0, "vdpa_pool_ovs_stats_up") == 1
+
+    # VF 0 sends FRAMES broadcast frames; VF 1 (same VLAN) is where they go.
+    seen0 = switch.vf_packets(0)
+    sent = switch.send(0, BCAST, mac(0), "METRICS", count=FRAMES, size=200)
+    assert sent["frames"] == FRAMES
+    switch.wait_classified({0: seen0 + FRAMES})
+    rep1 = reps[1]
+
+    def moved():
+        s = ovs_stats(l1)[rep1]
+        return s.get("tx_packets", 0) + s.get("tx_dropped", 0) - \
+            ovs0[rep1].get("tx_packets", 0) - ovs0[rep1].get("tx_dropped", 0)
+    deadline = time.monotonic() + 60
+    while moved() < FRAMES:
+        assert time.monotonic() < deadline, f"OVS counted {moved()} of {FRAMES} frames " \
+            f"on {rep1}: {ovs_stats(l1)[rep1]}"
+        time.sleep(0.5)
+
+    fams, text, ovs = consistent(l1)
+    with open(os.path.join(paths.ARTIFACTS, "l1-metrics.prom"), "w") as f:
+        f.write(text)
+    # Every VF's port counters are what OVS reports for its port.
+    for vf, rep in reps.items():
+        want = {k: v for k, v in ovs[rep].items() if k in PORT_KEYS}
+        assert port_counters(fams, vf) == want, (vf, rep, ovs[rep])
+    # ... and VF 1's port moved by the frames VF 0 sent (netdevsim's
+    # representor has no peer: what OVS sends it is counted dropped).
+    delta = {k: port_counters(fams, 1)[k] - port_counters(fams0, 1)[k]
+             for k in ("tx_packets", "tx_dropped")}
+    print(f"VF 1's port {rep1} after {FRAMES} frames of VF 0: {delta}; "
+          f"OVS: {ovs[rep1]}")
+    assert delta["tx_packets"] + delta["tx_dropped"] == FRAMES, delta
+    # VFs in no VLAN of the pool pass nothing: their ports did not move.
+    for vf in (2, 3, 4, 5):
+        assert port_counters(fams, vf) == port_counters(fams0, vf), vf
+    # OVS's kernel datapath does not count its ingress policer's drops in
+    # the Interface statistics: then there is no such sample.
+    assert ("ovs_rx_qos_drops" in ovs[reps[0]]) == \
+        bool(samples(fams, PORT_KEYS["ovs_rx_qos_drops"], vf="0")), ovs[reps[0]]
+
+    # Who holds VF 0, its VLAN, MAC and port.
+    (info, _), = samples(fams, "vdpa_pool_vf_info", pool="a", vf="0")
+    assert info == {"pool": "a", "vf": "0", "state": "claimed", "owner": "l1net", "uid": "0",
+                    "mac": mac(0), "vlan": "100", "port": reps[0]}, info
+    assert one(fams, "vdpa_pool_vf_vlan", pool="a", vf="1") == 100
+    assert one(fams, "vdpa_pool_vf_claimed", pool="a", vf="5") == 1
+    assert one(fams, "vdpa_pool_vf_quarantined", pool="a", vf="5") == 0
+    assert one(fams, "vdpa_pool_vfs", pool="a", state="claimed") == len(reps)
+    # The claim (one CLAIM of every VF) counted and timed in the daemon.
+    assert one(fams, "vdpa_pool_claims_total", pool="a", result="granted") == 1
+    assert one(fams, "vdpa_pool_claim_duration_seconds_count", pool="a") == 1
+    claim_s = one(fams, "vdpa_pool_claim_duration_seconds_sum", pool="a")
+    print(f"the claim of {len(reps)} VFs took {claim_s * 1000:.1f} ms in the daemon")
+    assert claim_s > 0
+    # The connections by uid: the holder's and this scrape's, root's.
+    assert one(fams, "vdpa_pool_connections", uid="0") == 2
+    assert fams["vdpa_pool_claim_duration_seconds"].type == "histogram"
+
+
+def test_metrics_refused_to_non_root_and_garbage(switch, l1host):
+    """A non-root peer gets the daemon's sentence (exit 1); a malformed
+    METRICS closes that connection only; root is answered on."""
+    l1 = l1host
+    l1.check(f"chmod 666 {SOCK}")
+    r = l1.run(f"setpriv --reuid=65534 --regid=65534 --clear-groups {poolctl()} metrics "
+               f"--socket {SOCK}")
+    assert r.status == 1 and "the daemon refused: METRICS is for root only" in r.stdout + \
+        r.stderr, r
+    # METRICS (type 11) with an attribute of a wrong size: the stream is
+    # not trusted any more and closed, nothing else happens.
+    out = l1.check("python3 -c '"
+                   "import socket, struct\n"
+                   f"s = socket.socket(socket.AF_UNIX); s.connect(\"{SOCK}\")\n"
+                   "s.send(struct.pack(\"<IHHII\", 0x31445056, 1, 11, 9, 8) + "
+                   "struct.pack(\"<HH\", 42, 4) + bytes(4))\n"
+                   "print(\"closed\" if s.recv(100) == b\"\" else \"answered\")'")
+    assert out.strip() == "closed", out
+    fams, _ = scrape(l1)
+    assert one(fams, "vdpa_pool_vfs", pool="a", state="claimed") == len(switch.reps)
+
+
+# Runs in Level 1: reads the file until done exists; prints how many
+# reads and how many were not a whole file (not ending with a newline, or
+# with another count of families than the first whole one).
+READER = r"""
+import os, sys
+d = sys.argv[1]
+n = bad = 0
+families = open(d + "/v.prom").read().count("# TYPE ")
+while not os.path.exists(d + "/done"):
+    t = open(d + "/v.prom").read()
+    n += 1
+    bad += not t.endswith("\n") or t.count("# TYPE ") != families or \
+        t.count("# HELP ") != families
+print(n, bad, families)
+"""
+
+
+def test_output_is_replaced_atomically(switch, l1host):
+    """While --output rewrites the file 30 times, a reader polling it sees
+    only whole files, and no temporary file is left in the folder."""
+    l1 = l1host
+    d = "/tmp/metrics-atomic"
+    l1.check(f"rm -rf {d} && mkdir -p {d} && cat > /tmp/reader.py <<'EOF'\n{READER}EOF")
+    out = l1.check(
+        f"{poolctl()} metrics --socket {SOCK} --output {d}/v.prom && "
+        f"(for i in $(seq 30); do {poolctl()} metrics --socket {SOCK} --output {d}/v.prom "
+        f"|| exit 1; done; touch {d}/done) & python3 /tmp/reader.py {d}; wait", timeout=300)
+    reads, bad, families = map(int, out.split())
+    print(f"{reads} reads while the file was rewritten 30 times, {bad} partial")
+    assert reads > 0 and bad == 0 and families > 10, out
+    assert sorted(l1.check(f"ls -A {d}").split()) == ["done", "v.prom"]
+
+
+def test_daemon_restart_resets_its_counters_not_ovs(switch, l1host):
+    """The daemon's own counters live in the daemon: a restart starts them
+    again (its start time says so; Prometheus takes it as a counter reset);
+    the ports' counters are OVS's and go on."""
+    l1 = l1host
+    fams0, _, _ = consistent(l1)
+    start0 = one(fams0, "vdpa_pool_daemon_start_time_seconds")
+    stop_daemon(l1)
+    start_daemon(l1, daemon_binary())
+    fams, _, ovs = consistent(l1)
+    # (whole seconds: the same second when it restarted within it)
+    assert one(fams, "vdpa_pool_daemon_start_time_seconds") >= start0
+    assert one(fams, "vdpa_pool_claims_total", pool="a", result="granted") == 0
+    assert one(fams, "vdpa_pool_claim_duration_seconds_count", pool="a") == 0
+    # the claims themselves were restored from the state file
+    assert one(fams, "vdpa_pool_vfs", pool="a", state="claimed") + \
+        one(fams, "vdpa_pool_vfs", pool="a", state="claimed_not_connected") == len(switch.reps)
+    for vf, rep in switch.reps.items():
+        now, before = port_counters(fams, vf), port_counters(fams0, vf)
+        assert all(now[k] >= before[k] for k in before), (vf, before, now)
+        assert now == {k: v for k, v in ovs[rep].items() if k in PORT_KEYS}
