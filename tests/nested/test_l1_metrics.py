@@ -238,10 +238,19 @@ def consistent(l1, deadline_s=60):
         assert time.monotonic() < deadline, "OVS's statistics never held still for a scrape"
 
 
-def port_counters(fams, vf):
-    """{OVS key: value} of VF vf's port counters in the scrape."""
+def ovs_counters(row):
+    """The port counters of an Interface's statistics, without the
+    policer's (port_counters())."""
+    return {k: v for k, v in row.items() if k in PORT_KEYS and k != "ovs_rx_qos_drops"}
+
+
+def port_counters(fams, vf, policer=False):
+    """{OVS key: value} of VF vf's port counters in the scrape (with the
+    policer's drops: on the kernel datapath the kernel's, not OVS's)."""
     out = {}
     for key, name in PORT_KEYS.items():
+        if key == "ovs_rx_qos_drops" and not policer:
+            continue
         got = samples(fams, name, pool="a", vf=str(vf)) if name in fams else []
         if got:
             out[key] = got[0][1]
@@ -257,7 +266,7 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
     # Before: every VF's port counters are OVS's, key by key.
     fams0, _, ovs0 = consistent(l1)
     for vf, rep in reps.items():
-        want = {k: v for k, v in ovs0[rep].items() if k in PORT_KEYS}
+        want = ovs_counters(ovs0[rep])
         assert port_counters(fams0, vf) == want, (vf, rep, ovs0[rep])
     assert one(fams0, "vdpa_pool_ovs_stats_up") == 1
 
@@ -283,7 +292,7 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
         f.write(text)
     # Every VF's port counters are what OVS reports for its port.
     for vf, rep in reps.items():
-        want = {k: v for k, v in ovs[rep].items() if k in PORT_KEYS}
+        want = ovs_counters(ovs[rep])
         assert port_counters(fams, vf) == want, (vf, rep, ovs[rep])
     # ... and VF 1's port moved by the frames VF 0 sent (netdevsim's
     # representor has no peer: what OVS sends it is counted dropped).
@@ -295,10 +304,8 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
     # VFs in no VLAN of the pool pass nothing: their ports did not move.
     for vf in (2, 3, 4, 5):
         assert port_counters(fams, vf) == port_counters(fams0, vf), vf
-    # OVS's kernel datapath does not count its ingress policer's drops in
-    # the Interface statistics: then there is no such sample.
-    assert ("ovs_rx_qos_drops" in ovs[reps[0]]) == \
-        bool(samples(fams, PORT_KEYS["ovs_rx_qos_drops"], vf="0")), ovs[reps[0]]
+    # No rate limit, no policer: no policer sample (VFs 0 to 3 have none).
+    assert not samples(fams, PORT_KEYS["ovs_rx_qos_drops"], vf="0")
 
     # Who holds VF 0, its VLAN, MAC and port.
     (info, _), = samples(fams, "vdpa_pool_vf_info", pool="a", vf="0")
@@ -317,6 +324,31 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
     # The connections by uid: the holder's and this scrape's, root's.
     assert one(fams, "vdpa_pool_connections", uid="0") == 2
     assert fams["vdpa_pool_claim_duration_seconds"].type == "histogram"
+
+
+def test_policer_drops_as_the_kernel_counts_them(switch, l1host):
+    """VF 4 held to 2 Mbit/s sends as fast as it can for 2 s: OVS's
+    ingress policer on its representor (a tc police action: OVS's kernel
+    datapath does not count its drops in the Interface statistics) drops
+    most; the metrics' policer counter is what tc counts, and moved."""
+    l1 = l1host
+    assert switch.set_attrs(4, vlan=102, mac=mac(4), max_tx_rate=2) == "OK 4"
+    pol0 = switch.police(4)
+    assert pol0 is not None, "OVS put no policer on VF 4's representor"
+    fams0, _ = scrape(l1)
+    before = one(fams0, PORT_KEYS["ovs_rx_qos_drops"], pool="a", vf="4")
+    assert before == pol0["dropped"]
+    sent = switch.send(4, BCAST, mac(4), "POLICED", seconds=2)
+    l1.wait_until(f"tc -s filter show dev {switch.reps[4]} ingress | "
+                  f"grep -q 'bytes {pol0['packets'] + sent['frames']} pkt'", timeout=60)
+    fams, _ = scrape(l1)
+    pol = switch.police(4)
+    got = one(fams, PORT_KEYS["ovs_rx_qos_drops"], pool="a", vf="4")
+    print(f"VF 4 sent {sent['frames']} frames at its 2 Mbit/s cap: the policer dropped "
+          f"{pol['dropped'] - pol0['dropped']} (tc), the metrics say {got - before}")
+    assert got == pol["dropped"] and got > before, (got, pol, pol0)
+    assert samples(fams, PORT_KEYS["ovs_rx_qos_drops"], vf="4")[0][0]["port"] == \
+        switch.reps[4]
 
 
 def test_metrics_refused_to_non_root_and_garbage(switch, l1host):
@@ -394,4 +426,4 @@ def test_daemon_restart_resets_its_counters_not_ovs(switch, l1host):
     for vf, rep in switch.reps.items():
         now, before = port_counters(fams, vf), port_counters(fams0, vf)
         assert all(now[k] >= before[k] for k in before), (vf, before, now)
-        assert now == {k: v for k, v in ovs[rep].items() if k in PORT_KEYS}
+        assert now == ovs_counters(ovs[rep])

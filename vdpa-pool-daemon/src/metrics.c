@@ -16,7 +16,10 @@ const uint64_t vpd_hist_bounds_ns[VPD_HIST_BUCKETS] = {
 	500000000, 1000000000, 2500000000u, 10000000000ull, /* 0.5 s .. 10 s */
 };
 
-/* OVS's Interface statistics keys; ovs_rx_qos_drops: OVS-DPDK's policer */
+/*
+ * OVS's Interface statistics keys; ovs_rx_qos_drops: OVS-DPDK's policer
+ * (on the kernel datapath the daemon asks tc: police.h)
+ */
 const char *const vpd_port_stat_ovs_key[VPD_PS_N] = {
 	"rx_packets", "rx_bytes", "rx_dropped", "tx_packets", "tx_bytes", "tx_dropped",
 	"ovs_rx_qos_drops",
@@ -307,8 +310,8 @@ static const struct {
 	{ "vdpa_pool_vf_port_tx_dropped_total",
 	  "Packets OVS was to send on the VF's switch port and dropped." },
 	{ "vdpa_pool_vf_port_policer_dropped_total",
-	  "Packets the VF's ingress policer (its max-tx-rate) dropped, where OVS counts them "
-	  "(OVS-DPDK's ovs_rx_qos_drops)." },
+	  "Packets the ingress policer of the VF's switch port (its max_tx_rate) dropped: "
+	  "OVS-DPDK's ovs_rx_qos_drops; on OVS's kernel datapath its tc police action's." },
 };
 
 bool vpd_metrics_format(const struct vpd_msg *reply, GString *out, GError **error)

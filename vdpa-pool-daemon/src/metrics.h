@@ -48,7 +48,7 @@ void vpd_hist_put(struct vpd_builder *b, uint16_t type, const struct vpd_hist *h
 enum vpd_port_stat {
 	VPD_PS_RX_PACKETS, VPD_PS_RX_BYTES, VPD_PS_RX_DROPPED,
 	VPD_PS_TX_PACKETS, VPD_PS_TX_BYTES, VPD_PS_TX_DROPPED,
-	VPD_PS_POLICER_DROPPED,         /* OVS-DPDK's ingress policer */
+	VPD_PS_POLICER_DROPPED,         /* the port's ingress policer (police.h) */
 	VPD_PS_N,
 };
 extern const char *const vpd_port_stat_ovs_key[VPD_PS_N];

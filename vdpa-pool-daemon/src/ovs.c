@@ -7,6 +7,7 @@
  * connection that fails is opened again once before the request fails.
  */
 #include "ovs.h"
+#include "police.h"
 #include "conn.h"
 #include "json.h"
 #include "ofconn.h"
@@ -1223,6 +1224,15 @@ bool vpd_ovs_port_stats(struct vpd_ovs *o, const struct vpd_pools *pools, GArray
 					st.v[s] = (uint64_t)v->num;
 				}
 			}
+		}
+		/* the kernel datapath's policer: a tc filter whose drops OVS leaves out */
+		if (e->rep && !(st.have & 1u << VPD_PS_POLICER_DROPPED)) {
+			g_autoptr(GError) err = NULL;
+
+			if (vpd_police_drops(e->rep, &st.v[VPD_PS_POLICER_DROPPED], &err))
+				st.have |= 1u << VPD_PS_POLICER_DROPPED;
+			else if (err)
+				g_debug("VF %u of pool '%s': %s", e->vf, e->pool->name, err->message);
 		}
 		g_array_append_val(out, st);
 	}
