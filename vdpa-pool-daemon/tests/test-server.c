@@ -7,11 +7,18 @@
  * process exits.  (The API itself is tested against the real daemon in
  * tests/unit/test_daemon.py; a recycled pid cannot be provoked there, and
  * the state file's load releases such claims before the watch sees them.)
+ * And METRICS: the claims and releases it counts, its histograms, and its
+ * refusal to a peer that is not root.
  */
+#define _GNU_SOURCE
+#include "metrics.h"
 #include "proc.h"
 #include "server.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -198,6 +205,209 @@ static void test_adoption_needs_start_time(struct fixture *f, gconstpointer data
 	g_assert_cmpuint(other->client, ==, 0);
 }
 
+/* Fake vhost-vdpa devices for the pool's VFs: plain files anyone may open. */
+static void fake_devices(struct fixture *f)
+{
+	for (unsigned i = 0; i < f->pools->entries->len; i++) {
+		struct vpd_entry *e = f->pools->entries->pdata[i];
+
+		e->vhost_path = g_strdup_printf("%s/dev-%u", f->dir, i);
+		g_assert_true(g_file_set_contents(e->vhost_path, "", 0, NULL));
+	}
+}
+
+/* Send msg on fd and wait for the answer (another process serves it). */
+static struct vpd_msg *ask_blocking(int fd, GBytes *msg)
+{
+	g_autoptr(GByteArray) in = g_byte_array_new();
+	gsize len;
+	const uint8_t *data = g_bytes_get_data(msg, &len);
+	gssize total = -1;
+
+	if (send(fd, data, len, MSG_NOSIGNAL) != (ssize_t)len)
+		_exit(3);
+	while (total < 0 || in->len < (gsize)total) {
+		uint8_t buf[4096];
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+
+		if (n <= 0)
+			_exit(4);
+		g_byte_array_append(in, buf, n);
+		if (total < 0 && in->len >= VPD_HEADER_SIZE)
+			total = vpd_msg_total_len(in->data, in->len, NULL);
+	}
+	{
+		g_autoptr(GBytes) b = g_bytes_new(in->data, in->len);
+
+		return vpd_msg_parse(b, NULL) ?: (_exit(5), NULL);
+	}
+}
+
+/* Send msg on fd, run the loop until the answer came; returns it parsed. */
+static struct vpd_msg *ask(int fd, GBytes *msg)
+{
+	g_autoptr(GByteArray) in = g_byte_array_new();
+	g_autoptr(GError) err = NULL;
+	gint64 deadline = g_get_monotonic_time() + 5 * G_USEC_PER_SEC;
+	gsize len;
+	const uint8_t *data = g_bytes_get_data(msg, &len);
+	gssize total = -1;
+
+	g_assert_cmpint(send(fd, data, len, MSG_NOSIGNAL), ==, (ssize_t)len);
+	while (total < 0 || in->len < (gsize)total) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint8_t buf[4096];
+		ssize_t n;
+
+		g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+		g_main_context_iteration(NULL, FALSE);
+		if (poll(&p, 1, 1) <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		g_assert_cmpint(n, >, 0);
+		g_byte_array_append(in, buf, n);
+		if (total < 0 && in->len >= VPD_HEADER_SIZE)
+			total = vpd_msg_total_len(in->data, in->len, NULL);
+	}
+	{
+		g_autoptr(GBytes) b = g_bytes_new(in->data, in->len);
+		struct vpd_msg *m = vpd_msg_parse(b, &err);
+
+		g_assert_no_error(err);
+		return m;
+	}
+}
+
+static GBytes *claim_msg(const char *pool, uint32_t n)
+{
+	struct vpd_builder b;
+
+	vpd_builder_init(&b, VPD_MSG_CLAIM, 1);
+	vpd_put_str(&b, VPD_A_POOL, pool);
+	vpd_put_str(&b, VPD_A_OWNER, "p0@vm \"1\"");
+	vpd_put_u32(&b, VPD_A_COUNT, n);
+	return vpd_builder_finish(&b);
+}
+
+static GBytes *plain_msg(uint16_t type, int handle)
+{
+	struct vpd_builder b;
+
+	vpd_builder_init(&b, type, 2);
+	if (handle >= 0)
+		vpd_put_u32(&b, VPD_A_HANDLE, handle);
+	return vpd_builder_finish(&b);
+}
+
+/* The handle of the first VF of a CLAIM's answer (closing its fds). */
+static uint32_t claimed(struct vpd_msg *m)
+{
+	g_autoptr(GArray) vf = NULL;
+	uint32_t h = 0;
+
+	g_assert_cmpuint(m->type, ==, VPD_MSG_REPLY);
+	vf = vpd_attr_nested(vpd_msg_get(m, VPD_A_VF));
+	g_assert_true(vpd_attr_u32(&g_array_index(vf, struct vpd_attr_view, 0), &h));
+	return h;
+}
+
+static void test_metrics(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GString) text = g_string_new(NULL);
+	g_autoptr(GError) err = NULL;
+	g_autoptr(GBytes) req = NULL;
+	struct vpd_msg *m;
+	uint32_t h;
+	int a, b;
+
+	(void)data;
+	fake_devices(f);
+	a = connect_to(f->sock);
+	b = connect_to(f->sock);
+	/* granted, released; refused (too many); unknown pool (not counted);
+	 * granted, then its connection goes */
+	m = ask(a, (req = claim_msg("a", 1)));
+	h = claimed(m);
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+	m = ask(a, (req = plain_msg(VPD_MSG_RELEASE, h)));
+	g_assert_cmpuint(m->type, ==, VPD_MSG_REPLY);
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+	m = ask(a, (req = claim_msg("a", 9)));
+	g_assert_cmpuint(m->type, ==, VPD_MSG_ERROR);
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+	m = ask(a, (req = claim_msg("no such pool", 1)));
+	g_assert_cmpuint(m->type, ==, VPD_MSG_ERROR);
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+	m = ask(b, (req = claim_msg("a", 2)));
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+	close(b);
+	run_until(released, f->pools->entries->pdata[0], "released with its connection");
+	run_until(released, f->pools->entries->pdata[1], "released with its connection");
+
+	m = ask(a, (req = plain_msg(VPD_MSG_METRICS, -1)));
+	g_assert_true(vpd_metrics_format(m, text, &err));
+	g_assert_no_error(err);
+	vpd_msg_free(m);
+	close(a);
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_claims_total{pool=\"a\",result=\"granted\"} 2\n"
+				"vdpa_pool_claims_total{pool=\"a\",result=\"refused\"} 1\n"));
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_releases_total{pool=\"a\",by=\"request\"} 1\n"
+				"vdpa_pool_releases_total{pool=\"a\",by=\"client_gone\"} 2\n"));
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_claim_duration_seconds_bucket{pool=\"a\","
+				"le=\"+Inf\"} 2\n"));
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_claim_duration_seconds_count{pool=\"a\"} 2\n"));
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_release_duration_seconds_count{pool=\"a\"} 1\n"));
+	g_assert_nonnull(strstr(text->str, "vdpa_pool_vfs{pool=\"a\",state=\"free\"} 4\n"));
+	g_assert_null(strstr(text->str, "no such pool"));
+	if (getuid() == 0)
+		g_assert_nonnull(strstr(text->str, "vdpa_pool_connections{uid=\"0\"} 1\n"));
+}
+
+/* A peer that is not root is refused METRICS, and nothing else happens. */
+static void test_metrics_root_only(struct fixture *f, gconstpointer data)
+{
+	g_autoptr(GBytes) req = plain_msg(VPD_MSG_METRICS, -1);
+	int status;
+	pid_t child;
+
+	(void)data;
+	if (getuid() != 0) {
+		g_test_skip("needs root: a peer of another uid");
+		return;
+	}
+	g_assert_cmpint(chmod(f->dir, 0711), ==, 0);
+	g_assert_cmpint(chmod(f->sock, 0666), ==, 0);
+	child = fork();
+	if (!child) {
+		struct vpd_msg *m;
+		int fd;
+
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		fd = connect_to(f->sock);
+		m = ask_blocking(fd, req);
+		_exit(m->type == VPD_MSG_ERROR &&
+		      !g_strcmp0(vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)),
+				 "METRICS is for root only") ? 0 : 1);
+	}
+	for (;;) {
+		pid_t r = waitpid(child, &status, WNOHANG);
+
+		g_assert_cmpint(r, >=, 0);
+		if (r == child)
+			break;
+		g_main_context_iteration(NULL, FALSE);
+		g_usleep(1000);
+	}
+	g_assert_true(WIFEXITED(status));
+	g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -205,5 +415,8 @@ int main(int argc, char **argv)
 		   test_watch_checks_start_time, teardown);
 	g_test_add("/server/adoption-needs-start-time", struct fixture, NULL, setup,
 		   test_adoption_needs_start_time, teardown);
+	g_test_add("/server/metrics", struct fixture, NULL, setup, test_metrics, teardown);
+	g_test_add("/server/metrics-root-only", struct fixture, NULL, setup,
+		   test_metrics_root_only, teardown);
 	return g_test_run();
 }
