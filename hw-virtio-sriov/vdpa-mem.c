@@ -29,6 +29,7 @@
 #include "qemu/units.h"
 #include "qom/object.h"
 #include "exec/cpu-common.h"
+#include "system/hostmem.h"
 #include "system/ramblock.h"
 #include "hw/boards.h"
 #include "hw/virtio/vhost.h"
@@ -89,21 +90,48 @@ static bool vdpa_uses_va(int fd, char **parent)
     return false;
 }
 
-/* Is every RAM block of guest RAM a shared file mapping? */
+/* Is @mr's RAM a shared file mapping (what VA mode reaches)? */
+static bool ram_shared(MemoryRegion *mr)
+{
+    RAMBlock *rb = mr->ram_block;
+
+    return qemu_ram_is_shared(rb) && qemu_ram_get_fd(rb) >= 0;
+}
+
+static int backend_private(Object *obj, void *opaque)
+{
+    HostMemoryBackend *b;
+    char **which = opaque;
+
+    if (!object_dynamic_cast(obj, TYPE_MEMORY_BACKEND)) {
+        return 0;
+    }
+    b = MEMORY_BACKEND(obj);
+    if (!host_memory_backend_is_mapped(b) ||
+        ram_shared(host_memory_backend_get_memory(b))) {
+        return 0;
+    }
+    *which = g_strdup(object_get_canonical_path_component(obj));
+    return 1;
+}
+
+/*
+ * Is all guest RAM made of shared file mappings?  Guest RAM is the
+ * machine's RAM (pc.ram, or the backend of -machine memory-backend) and
+ * every memory backend mapped into the guest: NUMA nodes' memdevs, which
+ * the machine's RAM is then a container of, and plugged DIMMs.  (ROMs
+ * and device memory are no DMA targets.)
+ */
 static bool guest_ram_shared(char **which)
 {
     MemoryRegion *ram = current_machine->ram;
-    RAMBlock *rb = ram ? ram->ram_block : NULL;
 
-    /*
-     * Machine RAM: pc.ram, or the backend given with -machine memory-backend.
-     * (RAM made of several NUMA node backends is a container: not checked.)
-     */
-    if (rb && !(qemu_ram_is_shared(rb) && qemu_ram_get_fd(rb) >= 0)) {
+    if (ram && ram->ram_block && !ram_shared(ram)) {
         *which = g_strdup(memory_region_name(ram));
         return false;
     }
-    return true;
+    return !object_child_foreach_recursive(object_get_objects_root(),
+                                           backend_private, which);
 }
 
 /* How many PA-mode vhost-vdpa devices pin guest RAM in this QEMU. */

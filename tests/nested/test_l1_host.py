@@ -61,6 +61,12 @@ MEMCHK_QEMU = (
     "-object vsriov-pool,id=p0,netdevs=v0 -device pcie-root-port,id=rp0,chassis=1 "
     "-device virtio-net-pci,bus=rp0,id=pf0,sriov-pool=p0 -qmp stdio < /tmp/quit.json")
 SHARED_RAM = "-object memory-backend-memfd,id=mem0,size=256M,share=on -machine memory-backend=mem0"
+NUMA_RAM = ("-object memory-backend-memfd,id=node0,size=128M,share=on "
+            "-object {node1},id=node1,size=128M "
+            "-numa node,nodeid=0,memdev=node0 -numa node,nodeid=1,memdev=node1")
+# (before the PF: memory present when its VFs are created)
+DIMM = (" -m 256M,slots=1,maxmem=512M -object {dimm},id=dimm0,size=128M "
+        "-device pc-dimm,id=d0,memdev=dimm0")
 
 
 def test_unmappable_guest_memory_is_refused_at_start(l1host):
@@ -84,6 +90,18 @@ def test_unmappable_guest_memory_is_refused_at_start(l1host):
         "memory-backend=mem" in r.stderr, str(r)
     r = l1host.run(MEMCHK_QEMU.format(mem=SHARED_RAM, dev=dev), timeout=120)
     assert r.status == 0, str(r)
+    # Every backend mapped into the guest is guest RAM: NUMA nodes' memdevs
+    # (the machine's RAM is then a container) and plugged DIMMs'.
+    for mem, which in ((NUMA_RAM.format(node1="memory-backend-memfd,share=on"), None),
+                       (NUMA_RAM.format(node1="memory-backend-ram"), "node1"),
+                       (SHARED_RAM + DIMM.format(dimm="memory-backend-memfd,share=on"), None),
+                       (SHARED_RAM + DIMM.format(dimm="memory-backend-ram"), "dimm0")):
+        r = l1host.run(MEMCHK_QEMU.format(mem=mem, dev=dev), timeout=120)
+        if which is None:
+            assert r.status == 0, str(r)
+        else:
+            assert r.status == 1, str(r)
+            assert f"guest RAM '{which}' is private\n" in r.stderr, str(r)
 
     # PA mode: the simulator pins guest RAM like hardware does.
     l1host.check("vdpa dev del memchk && rmmod vdpa_sim_net vdpa_sim && "
