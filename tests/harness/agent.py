@@ -125,14 +125,23 @@ class AgentConnection:
                 raise AgentError(f"[{self.where}] agent connection closed (did the guest die?)")
             self.reader.feed(data)
 
-    def wait_ready(self, timeout):
-        """Wait for the READY frame the agent sends when it starts."""
-        deadline = time.monotonic() + timeout
+    def wait_ready(self, timeout, give_up=None, every=5.0):
+        """Wait for the READY frame the agent sends when it starts.
+        give_up(), if given, is asked @every seconds: a reason (a string)
+        ends the wait early, as if the timeout had passed."""
+        start = time.monotonic()
+        deadline = start + timeout
         while True:
             try:
-                ftype, _, payload = self._recv_frame(deadline)
+                ftype, _, payload = self._recv_frame(
+                    min(deadline, time.monotonic() + every) if give_up else deadline)
             except TimeoutError:
-                raise AgentError(f"[{self.where}] agent not ready within {timeout:.0f} s") from None
+                now = time.monotonic()
+                why = give_up() if give_up and now < deadline else None
+                if now < deadline and not why:
+                    continue
+                raise AgentError(f"[{self.where}] agent not ready within "
+                                 f"{now - start:.0f} s" + (f": {why}" if why else "")) from None
             if ftype == READY:
                 self.ready_info = payload.decode(errors="replace")
                 return self.ready_info

@@ -175,7 +175,7 @@ class Guest(GuestBase):
                 raise AgentError(f"[{self.name}] QEMU exited with {self.proc.returncode} "
                                  f"before connecting {what}\n--- qemu log\n{tail(self.qemu_log)}")
 
-    def start(self, boot_timeout=180):
+    def start(self, boot_timeout=180, give_up=None):
         qmp_l = self._listen("qmp.sock")
         agent_l = self.agent_listener = self._listen("agent.sock")
         argv = self.argv()
@@ -190,7 +190,7 @@ class Guest(GuestBase):
             self.agent = AgentConnection(self._accept(agent_l, "agent", deadline), self.name)
             self.qmp.handshake()
             if not self.incoming:
-                self.wait_agent(boot_timeout)
+                self.wait_agent(boot_timeout, give_up)
         except BaseException:
             self.stop()
             raise
@@ -198,9 +198,9 @@ class Guest(GuestBase):
             qmp_l.close()
         return self
 
-    def wait_agent(self, timeout):
+    def wait_agent(self, timeout, give_up=None):
         try:
-            return self.agent.wait_ready(timeout)
+            return self.agent.wait_ready(timeout, give_up)
         except AgentError as e:
             raise AgentError(f"{e}\n--- console\n{tail(self.console_log)}"
                              f"--- qemu log\n{tail(self.qemu_log)}") from None
@@ -221,6 +221,21 @@ class Guest(GuestBase):
             if c:
                 c.close()
         shutil.rmtree(self.sockdir, ignore_errors=True)
+
+    # What a kernel prints when a timer it armed never fired: seen under
+    # TCG on a loaded machine at boot, which then never completes (an RCU
+    # stall; the vCPU idle).
+    LOST_TIMER = "kthread timer wakeup didn't happen"
+
+    def lost_timer(self):
+        """For start(give_up=): why this boot will not complete, or None."""
+        try:
+            with open(self.console_log, errors="replace") as f:
+                if self.LOST_TIMER in f.read():
+                    return f"its kernel lost a timer (\"{self.LOST_TIMER}\" on the console)"
+        except FileNotFoundError:
+            pass
+        return None
 
     def __enter__(self):
         return self.start()

@@ -38,6 +38,26 @@ def test_reader_resyncs_after_garbage_and_split_frames():
     assert frames == [(agent.PONG, 3, b"ab"), (agent.READY, 0, b"")]
 
 
+def test_wait_ready_gives_up_early_with_the_reason():
+    """A boot the console says will not complete (l1host's lost timer)
+    ends the wait at once, with "agent not ready within" (which l1host's
+    retry looks for) and the reason; READY still wins when it comes."""
+    a, b = socket.socketpair()
+    with a, b:
+        conn = agent.AgentConnection(a, "t")
+        asked = []
+
+        def give_up():
+            asked.append(1)
+            return "lost a timer" if len(asked) >= 2 else None
+        with pytest.raises(agent.AgentError,
+                           match=r"agent not ready within \d+ s: lost a timer$"):
+            conn.wait_ready(60, give_up, every=0.05)
+        assert len(asked) == 2
+        b.sendall(agent.encode(agent.READY, 0, b"hi"))
+        assert conn.wait_ready(60, lambda: None, every=0.05) == "hi"
+
+
 def test_reader_skips_oversized_length():
     r = agent.FrameReader()
     bogus = struct.pack("<IB3xII", agent.MAGIC, agent.EXEC, 1, agent.MAX_PAYLOAD + 1)
