@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Build the test guests' initramfs (a newc cpio, gzip'd).
 
-It holds busybox, iproute2's ip/vdpa/devlink/bridge with their libraries,
-our agent, the kernel modules asked for (with their dependencies, in load
-order, decompressed) and our /init.  Everything comes from the trixie chroot
-given by --root, so the binaries match the guest kernel's userland.
+It holds busybox, iproute2's ip/vdpa/devlink/bridge/tc and ethtool with
+their libraries, our agent, the kernel modules asked for (with their
+dependencies, in load order, decompressed) and our /init.  Everything
+comes from the trixie chroot given by --root, so the binaries match the
+guest kernel's userland.
 
 The output is rewritten only when its content changes, so an unchanged run
 leaves the file (and whatever depends on its mtime) alone.
@@ -20,7 +21,7 @@ import subprocess
 import sys
 
 BINARIES = ["/usr/sbin/ip", "/usr/sbin/vdpa", "/usr/sbin/devlink", "/usr/sbin/bridge",
-            "/usr/sbin/tc", "/usr/bin/bash"]
+            "/usr/sbin/tc", "/usr/sbin/ethtool", "/usr/bin/bash"]
 # Debian's busybox-static runs its own applets before searching PATH
 # (FEATURE_PREFER_APPLETS), so its ash would run busybox's ip instead of
 # iproute2's: /bin/sh is bash, which searches PATH.

@@ -213,6 +213,12 @@ def switchdev(s):
     return representors(l2, pf)
 
 
+def hw_tc(l2, dev):
+    """A netdev's hw-tc-offload feature: "on" or "off"."""
+    out = l2.check(f"ethtool -k {dev}")
+    return re.search(r"^hw-tc-offload: (\w+)", out, re.M).group(1)
+
+
 def test_guest_rules_run_in_the_host_switch(system):
     """tc flower rules on the representors, skip_sw: the host's switch
     forwards pod a's frames to pod b and back; tc says in_hw and counts
@@ -220,7 +226,8 @@ def test_guest_rules_run_in_the_host_switch(system):
     the slow path, which has no bridge now).  Then a policy as a
     NetworkPolicy would have it: a may reach b on TCP 8080 only; TCP 22
     and ICMP are dropped in the host's switch (its rule counts them) and
-    never reach the guest (representor 0 receives nothing)."""
+    never reach the guest (representor 0 receives nothing).  hw-tc-offload
+    cannot be turned off while a rule is offloaded, and can without."""
     s = system
     l1, l2 = s.l1, s.l2
     s.ensure_pods(PODS)
@@ -233,6 +240,11 @@ def test_guest_rules_run_in_the_host_switch(system):
                  f"tc qdisc replace dev {r0} ingress && tc qdisc replace dev {r1} ingress")
         # no bridge, no rule: the frames stop at representor 0
         assert s.ping("a", "10.41.0.2", count=2, wait=2) == 0
+        # without rules hw-tc-offload may go off and on
+        l2.check(f"ethtool -K {r0} hw-tc-offload off")
+        assert hw_tc(l2, r0) == "off"
+        l2.check(f"ethtool -K {r0} hw-tc-offload on")
+        assert hw_tc(l2, r0) == "on"
 
         # a rule pair VF 0 <-> VF 1, in the host's switch only
         for dev, peer in ((r0, r1), (r1, r0)):
@@ -240,6 +252,12 @@ def test_guest_rules_run_in_the_host_switch(system):
                      f"skip_sw action mirred egress redirect dev {peer}", timeout=120)
         assert [(p, hw) for p, hw, _ in tc_filters(l2, r0)] == [(10, True)]
         assert [(p, hw) for p, hw, _ in tc_filters(l2, r1)] == [(10, True)]
+        # hw-tc-offload stays on while a rule is offloaded (tc would show
+        # it in_hw, its counters no longer read)
+        l2.run(f"ethtool -K {r0} hw-tc-offload off")
+        assert hw_tc(l2, r0) == "on"
+        assert "Active offloaded tc filters, can't turn hw_tc_offload off" in \
+            l2.check("dmesg | tail -n 20")
         before = rule_packets(l1, vf_port(0), f"output:{vf1}")
         assert s.ping("a", "10.41.0.2") == 3
         n = rule_packets(l1, vf_port(0), f"output:{vf1}", at_least=before + 3)
