@@ -11,11 +11,14 @@
  * iohandler context, not the main one: block-layer drains (in a device's
  * reset, say) poll that one, and a completion may replace VFs.
  *
- * Only the pool's creation waits for its answer (vsriov_daemon_transact(),
- * which reads the same stream with poll() up to the request's deadline);
- * everything else completes in the main loop.  What the answers mean is
- * the pool's (daemon-pool.c): this file knows the framing, the sequence
- * numbers, the deadlines and which late answers were CLAIMs.
+ * Only a pool's creation on the command line, before the machine runs,
+ * waits for its answers (vsriov_daemon_transact(), which reads the same
+ * stream with poll() up to the request's deadline); everything else,
+ * a pool added at run time included, completes in the main loop: nothing
+ * waits for the daemon with the BQL held while vCPUs run.  What the
+ * answers mean is the pool's (daemon-pool.c): this file knows the
+ * framing, the sequence numbers, the deadlines and which late answers
+ * were CLAIMs.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -532,8 +535,8 @@ static DaemonReq *req_send(VsriovDaemonClient *c, struct vpd_builder *m,
 
 /*
  * Wait for @req (sent with no @done) until its deadline, reading every
- * answer that comes meanwhile.  For the pool's creation and a lazy claim
- * only: it holds up its caller.
+ * answer that comes meanwhile.  For a pool's creation on the command
+ * line only: it holds up its caller, and the BQL.
  */
 static void req_wait(VsriovDaemonClient *c, DaemonReq *req)
 {

@@ -74,8 +74,9 @@ void vsriov_daemon_fail(VsriovDaemonClient *c, DaemonReqDone *done,
 /*
  * Send @m and wait for the answer, in the caller, up to the deadline: the
  * message, and the fds that came with it into @fds (@max_fds at most).
- * NULL with @errp set if it failed or the daemon refused.  Only for the
- * pool's creation.
+ * NULL with @errp set if it failed or the daemon refused.  Only for a
+ * pool's creation on the command line, before the machine runs: it holds
+ * the BQL (at run time, vsriov_daemon_send()).
  */
 struct vpd_msg *vsriov_daemon_transact(VsriovDaemonClient *c,
                                        struct vpd_builder *m, int *fds,

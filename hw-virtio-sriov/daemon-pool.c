@@ -15,6 +15,16 @@
  *   -object vsriov-daemon-pool,id=p0,socket=/run/vdpa-pool-daemon/api.sock,
  *           pool=tenant-a,count=4
  *
+ * Created on the command line, the pool claims before QEMU goes on (the
+ * guest does not run yet, and a refusal stops QEMU with the daemon's
+ * reason).  Added at run time (object-add), it claims from the main
+ * loop instead, one CLAIM after the other: object-add returns at once,
+ * the pool is "claiming" (query-vsriov-pools) until the answers came,
+ * then VSRIOV_POOL_STATE_CHANGED says "ready" or "failed" and why.  A PF
+ * realized on it meanwhile has backend-less VFs, which it gets through
+ * claim_async when they came, as a lazy pool's; no migration starts
+ * meanwhile (a migration blocker).
+ *
  * With lazy=on nothing is claimed at creation: the VFs the guest enables
  * are claimed then (claim_async: one CLAIM of one VF each, all sent at
  * once, their netdevs made from the descriptors when every answer came),
@@ -29,12 +39,15 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qapi/qapi-commands-net.h"
+#include "qapi/qapi-events-vsriov.h"
 #include "qapi/qapi-types-net.h"
 #include "qapi/visitor.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qom/object_interfaces.h"
+#include "hw/qdev-core.h"
+#include "migration/blocker.h"
 #include "system/system.h"
 #include "net/net.h"
 #include "vsriov.h"
@@ -86,6 +99,14 @@ struct VsriovDaemonPool {
     /* the migration source's, shown with MACs (mac-handover = token) */
     uint8_t incoming_token[VSRIOV_HANDOVER_SIZE];
     bool has_incoming_token;
+    /* a premapped pool added at run time claims in the main loop */
+    VsriovPoolState state;
+    uint32_t claimed;       /* VFs whose descriptors came so far */
+    uint32_t claim_k;       /* ... and how many the CLAIM in flight asks */
+    int claim_ret;          /* failed: a negative errno, */
+    Error *claim_err;       /* ... and why */
+    Error *mig_blocker;     /* while it claims */
+    GSList *waiters;        /* PremappedWait: claim_async calls meanwhile */
 };
 
 QEMU_BUILD_BUG_ON(VSRIOV_HANDOVER_SIZE != VPD_HANDOVER_SIZE);
@@ -549,14 +570,95 @@ static char *owner_name(const char *what)
     return g_strdup_printf("%s@pid-%d", what, (int)getpid());
 }
 
+/*
+ * A premapped pool's claim_async: its VFs were claimed when it was
+ * created, or are being claimed (added at run time); a PF that came
+ * meanwhile asks for them this way, and gets them (their netdevs made,
+ * as claim does) or the claims' failure when they are done.
+ */
+typedef struct PremappedWait {
+    VsriovDaemonPool *dp;
+    char **owners;
+    unsigned n;
+    VsriovPoolClaimDone *done;
+    void *opaque;
+} PremappedWait;
+
+static void premapped_serve(PremappedWait *w)
+{
+    VsriovDaemonPool *dp = w->dp;
+    VsriovPool *pool = VSRIOV_POOL(dp);
+    g_autofree NetClientState **ncs = g_new0(NetClientState *, w->n);
+    Error *err = NULL;
+    unsigned k = 0;
+    int ret = 0;
+
+    if (dp->state == VSRIOV_POOL_STATE_FAILED) {
+        err = error_copy(dp->claim_err);
+        ret = dp->claim_ret;
+    } else if (!ensure_netdevs(dp, &err)) {
+        ret = -EIO;
+    } else {
+        for (; k < w->n; k++) {
+            ncs[k] = parent_class->claim(pool, w->owners[k], &err);
+            if (!ncs[k]) {
+                ret = -ENOSPC;
+                break;
+            }
+        }
+    }
+    if (ret) {
+        while (k--) {
+            parent_class->release(pool, ncs[k]->name);
+        }
+        w->done(w->opaque, NULL, 0, ret, err);
+    } else {
+        w->done(w->opaque, ncs, w->n, 0, NULL);
+    }
+    g_strfreev(w->owners);
+    g_free(w);
+}
+
+static void premapped_serve_bh(void *opaque)
+{
+    premapped_serve(opaque);
+}
+
+static void premapped_claim_async(VsriovDaemonPool *dp,
+                                  const char *const *owners, unsigned n,
+                                  VsriovPoolClaimDone *done, void *opaque)
+{
+    PremappedWait *w = g_new0(PremappedWait, 1);
+
+    w->dp = dp;
+    w->n = n;
+    w->done = done;
+    w->opaque = opaque;
+    w->owners = g_new0(char *, n + 1);
+    for (unsigned k = 0; k < n; k++) {
+        w->owners[k] = g_strdup(owners[k]);
+    }
+    if (dp->state == VSRIOV_POOL_STATE_CLAIMING) {
+        dp->waiters = g_slist_append(dp->waiters, w);   /* creation_end() */
+    } else {
+        aio_bh_schedule_oneshot(iohandler_get_aio_context(),
+                                premapped_serve_bh, w);
+    }
+}
+
 static void daemon_claim_async(VsriovPool *pool, const char *const *owners,
                                unsigned n, VsriovPoolClaimDone *done,
                                void *opaque)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
-    ClaimBatch *b = g_new0(ClaimBatch, 1);
+    ClaimBatch *b;
     unsigned free_slots = 0;
 
+    if (!pool->lazy) {
+        premapped_claim_async(dp, owners, n, done, opaque);
+        return;
+    }
+    b = g_new0(ClaimBatch, 1);
     b->dp = dp;
     b->n = n;
     b->done = done;
@@ -603,10 +705,14 @@ static unsigned daemon_available(VsriovPool *pool)
         }
         return n - MIN(n, dp->claiming);
     }
+    if (dp->state == VSRIOV_POOL_STATE_FAILED) {
+        return 0;   /* (unusable says why) */
+    }
     if (!dp->netdevs_created) {
         /*
          * Their netdevs are made at the first claim, not here: a query
-         * (query-vsriov-pools) changes nothing.  None is taken yet.
+         * (query-vsriov-pools) changes nothing.  None is taken yet (or,
+         * still claiming, none has come yet).
          */
         return dp->count;
     }
@@ -616,6 +722,16 @@ static unsigned daemon_available(VsriovPool *pool)
 static NetClientState *daemon_claim(VsriovPool *pool, const char *owner,
                                     Error **errp)
 {
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    if (dp->state != VSRIOV_POOL_STATE_READY) {
+        /* (vpf.c asks a pool that claims with claim_async) */
+        error_setg(errp, "vsriov-daemon-pool '%s' %s", dp_id(dp),
+                   dp->state == VSRIOV_POOL_STATE_CLAIMING
+                   ? "is still claiming its VFs from the daemon"
+                   : "has no VF: its claims failed");
+        return NULL;
+    }
     if (pool->lazy) {
         /* (vpf.c asks a pool with claim_async that way) */
         error_setg(errp, "lazy vsriov-daemon-pool '%s' hands out backends "
@@ -1091,6 +1207,137 @@ static void daemon_set_incoming_handover(
     dp->has_incoming_token = dp->handover;
 }
 
+static VsriovPoolState daemon_state(VsriovPool *pool, const char **error)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    *error = dp->claim_err ? error_get_pretty(dp->claim_err) : NULL;
+    return dp->state;
+}
+
+static char *daemon_unusable(VsriovPool *pool)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+
+    if (dp->state != VSRIOV_POOL_STATE_FAILED) {
+        return NULL;
+    }
+    return g_strdup_printf("its claims failed: %s",
+                           error_get_pretty(dp->claim_err));
+}
+
+/* ---- a premapped pool's creation at run time -------------------------- */
+
+static void creation_send(VsriovDaemonPool *dp);
+
+/*
+ * The claims are done (@ret 0) or failed (@ret a negative errno, @err
+ * why): the pool is ready or failed, management learns it, and the PFs
+ * that asked meanwhile get their VFs or the failure.
+ */
+static void creation_end(VsriovDaemonPool *dp, int ret, Error *err)
+{
+    GSList *waiters = dp->waiters;
+
+    dp->waiters = NULL;
+    migrate_del_blocker(&dp->mig_blocker);
+    if (ret) {
+        for (uint32_t i = 0; i < dp->count; i++) {
+            if (dp->vhost_fds[i] >= 0) {
+                close(dp->vhost_fds[i]);
+            }
+            dp->vhost_fds[i] = -1;
+        }
+        /* the daemon takes back what the earlier CLAIMs gave */
+        vsriov_daemon_client_close(dp->client, "the pool's creation failed");
+        dp->state = VSRIOV_POOL_STATE_FAILED;
+        dp->claim_ret = ret;
+        dp->claim_err = err;
+        error_report("%s", error_get_pretty(err));
+        qapi_event_send_vsriov_pool_state_changed(dp_id(dp), dp->state,
+                                                  error_get_pretty(err));
+    } else {
+        dp->state = VSRIOV_POOL_STATE_READY;
+        trace_vsriov_daemon_pool_claimed(dp_id(dp), dp->count, dp->pool);
+        qapi_event_send_vsriov_pool_state_changed(dp_id(dp), dp->state,
+                                                  NULL);
+    }
+    for (GSList *l = waiters; l; l = l->next) {
+        premapped_serve(l->data);
+    }
+    g_slist_free(waiters);
+}
+
+static void creation_claim_done(DaemonReq *req)
+{
+    VsriovDaemonPool *dp = req->opaque;
+    uint32_t k = dp->claim_k;
+    Error *err = NULL;
+
+    trace_vsriov_daemon_pool_claiming(dp_id(dp), dp->claimed, k, req->err);
+    if (req->err) {
+        creation_end(dp, -req->err, g_steal_pointer(&req->error));
+        return;
+    }
+    if (req->nfds != k ||
+        parse_handles(req->reply, dp->handles + dp->claimed,
+                      dp->vfs + dp->claimed, k) != k) {
+        error_setg(&err, "vsriov-daemon-pool '%s': the daemon's answer "
+                   "to CLAIM has %d descriptor(s) for %u VF(s)", dp_id(dp),
+                   req->nfds, k);
+        creation_end(dp, -EIO, err);
+        return;
+    }
+    memcpy(dp->vhost_fds + dp->claimed, req->fds, sizeof(int) * k);
+    req->nfds = 0;              /* ours now */
+    note_token(dp, req->reply);
+    dp->claimed += k;
+    if (dp->claimed < dp->count) {
+        creation_send(dp);
+    } else {
+        creation_end(dp, 0, NULL);
+    }
+}
+
+/*
+ * The next CLAIM, of VPD_MSG_FDS VFs at most, once the one before was
+ * answered: each has the daemon's deadline from when it is sent, as the
+ * command line's have.
+ */
+static void creation_send(VsriovDaemonPool *dp)
+{
+    g_autofree char *owner = owner_name(dp_id(dp));
+
+    dp->claim_k = MIN(dp->count - dp->claimed, VPD_MSG_FDS);
+    vsriov_daemon_send(dp->client, claim_msg(dp, owner, dp->claim_k),
+                       dp->claim_k, creation_claim_done, dp);
+}
+
+/*
+ * Added at run time: the pool exists at once, claiming; nothing waits
+ * for the daemon with the BQL held (the guest's vCPUs and the monitor go
+ * on).  A migration would find a PF on it half made: none starts until
+ * the claims are done.
+ */
+static void creation_start(VsriovDaemonPool *dp)
+{
+    g_autofree char *why = g_strdup_printf("vsriov-daemon-pool '%s' is "
+                                           "still claiming its VFs from "
+                                           "vdpa-pool-daemon", dp_id(dp));
+
+    dp->state = VSRIOV_POOL_STATE_CLAIMING;
+    error_setg(&dp->mig_blocker, "%s", why);
+    /*
+     * (a migration already running: device_add waits for its end, so no
+     * PF uses the pool in it; one that started later and finds a PF
+     * waiting for the pool fails in its pre_save)
+     */
+    if (migrate_add_blocker_internal(&dp->mig_blocker, NULL) < 0) {
+        dp->mig_blocker = NULL;
+    }
+    creation_send(dp);
+}
+
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
@@ -1098,6 +1345,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     const char *id = object_get_canonical_path_component(OBJECT(uc));
     struct sockaddr_un addr;
     struct vpd_builder *m;
+    Error *err = NULL;
 
     dp->id = g_strdup(id);
     if (pool->entries->len) {
@@ -1146,10 +1394,26 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
     }
     dp->handles = g_new0(uint32_t, dp->count);
     dp->vfs = g_new0(DaemonVF, dp->count);
+    if (phase_check(PHASE_MACHINE_READY)) {
+        /* object-add: claimed from the main loop (creation_start()) */
+        for (uint32_t i = 0; i < dp->count; i++) {
+            VsriovPoolEntry e = { .netdev = entry_netdev(dp, i) };
+
+            g_array_append_val(pool->entries, e);
+        }
+        USER_CREATABLE_CLASS(parent_class)->complete(uc, &err);
+        if (err) {
+            error_propagate(errp, err);
+            return;
+        }
+        creation_start(dp);
+        return;
+    }
     /*
-     * In CLAIMs of VPD_MSG_FDS VFs at most (one descriptor each in the
-     * answer).  If one fails, closing the connection gives the daemon
-     * back what the others got.
+     * On the command line: in CLAIMs of VPD_MSG_FDS VFs at most (one
+     * descriptor each in the answer), each waited for here, so that a
+     * refusal stops QEMU's start.  If one fails, closing the connection
+     * gives the daemon back what the others got.
      */
     for (uint32_t done = 0, k; done < dp->count; done += k) {
         g_autoptr(vpd_msg) reply = NULL;
@@ -1222,6 +1486,8 @@ static void daemon_pool_instance_finalize(Object *obj)
      * still in flight completes (fails) now.
      */
     vsriov_daemon_client_free(dp->client);
+    migrate_del_blocker(&dp->mig_blocker);
+    error_free(dp->claim_err);
     g_array_unref(dp->to_release);
     g_free(dp->vhost_fds);
     g_free(dp->handles);
@@ -1280,7 +1546,7 @@ static bool daemon_can_be_deleted(UserCreatable *uc)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
 
-    return !dp->claiming &&
+    return !dp->claiming && dp->state != VSRIOV_POOL_STATE_CLAIMING &&
            !(dp->client && vsriov_daemon_client_pending(dp->client)) &&
            USER_CREATABLE_CLASS(parent_class)->can_be_deleted(uc);
 }
@@ -1302,7 +1568,8 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->backend_mac = daemon_backend_mac;
     pc->handover_token = daemon_handover_token;
     pc->set_incoming_handover = daemon_set_incoming_handover;
-    pc->unusable = NULL;    /* its backends are the daemon's, made here */
+    pc->unusable = daemon_unusable; /* (only its failed claims) */
+    pc->state = daemon_state;
     pc->has_reps = daemon_has_reps;
     pc->rep_open = daemon_rep_open;
     pc->rep_close = daemon_rep_close;

@@ -107,6 +107,25 @@ static bool vpf_post_load_shape(void *opaque, int version_id, Error **errp)
                    vpf->num_vfs);
         return false;
     }
+    /* (a premapped pool added at run time that has not its VFs yet) */
+    for (uint16_t i = 0; !vpf->pool->lazy && i < vpf->num_vfs; i++) {
+        if (vsriov_pf_vf_backing(vpf, i) != VSRIOV_VF_BACKING_BOUND) {
+            const char *why = NULL;
+            VsriovPoolState st = vsriov_pool_state(vpf->pool, &why);
+
+            error_setg(errp, "virtual SR-IOV PF '%s': pool '%s' %s",
+                       DEVICE(vpf->pf)->id,
+                       object_get_canonical_path_component(OBJECT(vpf->pool)),
+                       st == VSRIOV_POOL_STATE_CLAIMING
+                       ? "is still claiming its VFs" : "gave its VFs none");
+            if (why) {
+                error_append_hint(errp, "%s\n", why);
+            }
+            error_append_hint(errp, "Start the migration once the pool is "
+                              "ready (VSRIOV_POOL_STATE_CHANGED).\n");
+            return false;
+        }
+    }
     if (vpf->pool->lazy && vpf->mig.incoming_enabled &&
         vsriov_pf_stage_vfs(vpf, vpf->mig.incoming_enabled, vpf_incoming_staged,
                             NULL) > 0) {

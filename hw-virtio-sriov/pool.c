@@ -172,6 +172,19 @@ static void pool_rep_open(VsriovPool *pool, const char *id,
     done(opaque, NULL, -EPERM, err);
 }
 
+VsriovPoolState vsriov_pool_state(VsriovPool *pool, const char **error)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+    const char *why = NULL;
+    VsriovPoolState st = pc->state ? pc->state(pool, &why)
+                                   : VSRIOV_POOL_STATE_READY;
+
+    if (error) {
+        *error = st == VSRIOV_POOL_STATE_FAILED ? why : NULL;
+    }
+    return st;
+}
+
 bool vsriov_pool_has_reps(VsriovPool *pool)
 {
     VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);

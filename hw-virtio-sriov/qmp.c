@@ -67,7 +67,8 @@ static VsriovVFInfo *vf_info(VsriovPF *vpf, uint16_t i, uint16_t enabled)
     info->devfn = vf->devfn;
     info->mac = qemu_mac_strdup_printf(n->nic_conf.macaddr.a);
     info->netdev = nc ? g_strdup(nc->name) : NULL;
-    info->backend = g_strdup(backend_type(nc, vpf->pool->lazy));
+    /* (a VF lacks one: a lazy pool's, a premapped one's still claiming) */
+    info->backend = g_strdup(backend_type(nc, true));
     info->state = i < enabled ? VSRIOV_VF_STATE_ENABLED
                               : VSRIOV_VF_STATE_DISABLED;
     info->backing = vsriov_pf_vf_backing(vpf, i);
@@ -136,10 +137,13 @@ VsriovPoolInfoList *qmp_query_vsriov_pools(Error **errp)
     QTAILQ_FOREACH(pool, vsriov_pool_list(), next) {
         VsriovPoolInfo *info = g_new0(VsriovPoolInfo, 1);
         VsriovPoolEntryInfoList **etail = &info->entries;
+        const char *why;
 
         info->id = g_strdup(object_get_canonical_path_component(OBJECT(pool)));
         info->free = VSRIOV_POOL_GET_CLASS(pool)->available(pool);
         info->lazy = pool->lazy;
+        info->state = vsriov_pool_state(pool, &why);
+        info->error = g_strdup(why);
         for (guint i = 0; i < pool->entries->len; i++) {
             VsriovPoolEntry *e = &g_array_index(pool->entries,
                                                 VsriovPoolEntry, i);
@@ -147,7 +151,8 @@ VsriovPoolInfoList *qmp_query_vsriov_pools(Error **errp)
 
             ei->netdev = g_strdup(e->netdev);
             ei->backend = g_strdup(backend_type(qemu_find_netdev(e->netdev),
-                                                pool->lazy));
+                                   pool->lazy ||
+                                   info->state != VSRIOV_POOL_STATE_READY));
             ei->claimed_by = g_strdup(e->owner);
             QAPI_LIST_APPEND(etail, ei);
         }
@@ -211,8 +216,11 @@ void hmp_info_vsriov(Monitor *mon, const QDict *qdict)
     for (VsriovPoolInfoList *p = pools; p; p = p->next) {
         VsriovPoolInfo *pool = p->value;
 
-        monitor_printf(mon, "pool %s: %u free%s\n", pool->id, pool->free,
-                       pool->lazy ? " (lazy: claimed at VF Enable)" : "");
+        monitor_printf(mon, "pool %s: %u free%s, %s%s%s\n", pool->id,
+                       pool->free,
+                       pool->lazy ? " (lazy: claimed at VF Enable)" : "",
+                       VsriovPoolState_str(pool->state),
+                       pool->error ? ": " : "", pool->error ?: "");
         for (VsriovPoolEntryInfoList *e = pool->entries; e; e = e->next) {
             monitor_printf(mon, "  %s (%s)%s%s\n", e->value->netdev,
                            e->value->backend,

@@ -480,7 +480,7 @@ void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i)
     config_defaults(vpf, i, &def);
     /* what is in flight for the VF's last life no longer applies */
     vpf->cfg.gen[i]++;
-    if (vpf->pool->lazy && !vpf->backends[i]) {
+    if (!vpf->backends[i]) {
         /* it has no backend (the next one comes fresh from the pool) */
         vpf->cfg.unsure[i] = false;
     } else {

@@ -30,6 +30,12 @@
  * them.  docs/architecture.md has a VF's states from placeholder to
  * released.
  *
+ * A premapped pool that is still claiming its backends (a daemon pool
+ * added at run time) gives them the lazy way: the PF starts with
+ * backend-less VFs and claims them all (claim_async) at once; a VF Enable
+ * meanwhile waits as with a lazy pool.  Once they came the VFs keep them,
+ * as a premapped pool's do; if they do not come, a VF Enable is refused.
+ *
  * This is the PF core: it calls only the VF configuration core
  * (vf-config.c) and the pools below it; the channels and migration above
  * it learn of what it finishes through the callbacks they pass.
@@ -297,6 +303,11 @@ static uint16_t vpf_wanted(VsriovPF *vpf);
 /* Give back the backends of disabled VFs @from.. soon. */
 static void vpf_release_later(VsriovPF *vpf, uint16_t from)
 {
+    if (!vpf->pool->lazy) {
+        /* (a premapped pool's VFs keep what they got while claiming) */
+        vpf_note_backing(vpf);
+        return;
+    }
     vpf->backing.release_from = MIN(vpf->backing.release_from, from);
     if (vpf->backing.release_from < vpf->num_vfs &&
         !timer_pending(vpf->backing.release_timer)) {
@@ -496,6 +507,11 @@ static void vpf_staged(VsriovPF *vpf, int ret, Error *err)
     vpf->backing.stage_done = NULL;
     if (done) {
         done(vpf, ret, err, vpf->backing.stage_opaque);
+    } else if (err && ret != -ECANCELED) {
+        /* (the claim of a premapped pool's VFs, vsriov_pf_core_realize()) */
+        error_prepend(&err, "virtual SR-IOV PF '%s': its VFs got no "
+                      "backends: ", DEVICE(vpf->pf)->id);
+        warn_report_err(err);
     } else {
         error_free(err);
     }
@@ -517,8 +533,9 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
             vpf->backing.want_vfs = 0;
             pcie_sriov_pf_vfs_ready(vpf->pf, false);
             if (vpf->backing.prepare_vfs) {
-                /* (the staging's own caller says it its way) */
-                vpf_staged(vpf, ret, error_copy(err));
+                /* (the staging's own caller says it its way; none: this) */
+                vpf_staged(vpf, ret, vpf->backing.stage_done ?
+                                     error_copy(err) : NULL);
             }
             vsriov_report_guest_err(err);
         } else if (vpf->backing.prepare_vfs) {
@@ -754,16 +771,18 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
     Error *err = NULL;
     int ret = 0;
 
-    if (!vpf->pf || !vpf->pool->lazy) {
+    if (!vpf->pf || (!vpf->pool->lazy && !vpf_missing(vpf, num_vfs))) {
         return 0;   /* its VFs have their backends from the start */
     }
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     id = DEVICE(vpf->pf)->id;
     /* one memory topology update for all the VFs, not one per VF */
     memory_region_transaction_begin();
-    /* VFs past this VF Enable keep nothing (a release may be pending) */
-    vpf->backing.release_from = num_vfs;
-    vpf_release_later(vpf, num_vfs);
+    if (vpf->pool->lazy) {
+        /* VFs past this VF Enable keep nothing (a release may be pending) */
+        vpf->backing.release_from = num_vfs;
+        vpf_release_later(vpf, num_vfs);
+    }
     if (!vpf_missing(vpf, num_vfs)) {
         trace_vsriov_vfs_backed(id, num_vfs);
     } else if (pc->claim_async) {
@@ -866,6 +885,7 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     g_autofree char *unusable = NULL;
     VirtIODevice *vdev;
     int16_t cap_size;
+    bool pending;
 
     if (!vpf->pool) {
         if (vpf->total_vfs) {
@@ -897,6 +917,9 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     }
 
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
+    /* a premapped pool still claiming: its VFs get their backends later */
+    pending = !vpf->pool->lazy && pc->claim_async &&
+              vsriov_pool_state(vpf->pool, NULL) == VSRIOV_POOL_STATE_CLAIMING;
     free_backends = pc->available(vpf->pool);
     /* (a lazy pool's backends may come later: not checked here) */
     unusable = !vpf->pool->lazy && pc->unusable ? pc->unusable(vpf->pool)
@@ -950,7 +973,7 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     for (uint16_t i = 0; i < n; i++) {
         g_autofree char *owner = g_strdup_printf("%s/vf[%u]", path, i);
 
-        if (!vpf->pool->lazy) {
+        if (!vpf->pool->lazy && !pending) {
             vpf->backends[i] = pc->claim(vpf->pool, owner, errp);
             if (!vpf->backends[i]) {
                 goto fail;
@@ -1000,6 +1023,12 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     vsriov_pool_use(vpf->pool);
     trace_vsriov_pf_realize(id, n,
         object_get_canonical_path_component(OBJECT(vpf->pool)));
+    if (pending) {
+        /* all of them, as a staging with nobody to tell (vpf_staged()) */
+        vpf->backing.prepare_vfs = n;
+        vpf_start_claim(vpf);
+        vpf_note_backing(vpf);
+    }
     return true;
 
 fail:

@@ -229,6 +229,13 @@ struct VsriovPoolClass {
                      void *opaque);
     void (*flow_stats)(VsriovPool *pool, uint32_t id,
                        VsriovPoolFlowDone *done, void *opaque);
+    /*
+     * Optional: whether the pool has its backends (without it: ready).
+     * A pool still claiming them (a daemon pool added at run time) hands
+     * them out only through claim_async, whose @done comes when they
+     * came; a failed one (*@error: why, the pool's) gives none.
+     */
+    VsriovPoolState (*state)(VsriovPool *pool, const char **error);
 };
 
 /*
@@ -237,6 +244,8 @@ struct VsriovPoolClass {
  */
 void vsriov_pool_use(VsriovPool *pool);
 void vsriov_pool_unuse(VsriovPool *pool);
+/* VsriovPoolClass's state (@error may be NULL; *@error NULL unless failed) */
+VsriovPoolState vsriov_pool_state(VsriovPool *pool, const char **error);
 /* VsriovPoolClass's representor methods (none: the pool gives none). */
 bool vsriov_pool_has_reps(VsriovPool *pool);
 void vsriov_pool_rep_open(VsriovPool *pool, NetClientState *backend,
