@@ -16,7 +16,8 @@ VM runs the test kernel (guest-kernel-patches/, devlink on the PF).
   phys_port_name pf0vf0...), and on the host a representor port per VF.
 - VF 2's MAC set through its devlink port function reaches its switch
   port on the host (and devlink shows it); another VF's MAC is refused by
-  the daemon's pool (EPERM) and changes nothing.
+  the daemon's pool (EPERM) and changes nothing.  Its devlink-rate
+  tx_max becomes its port's policer, and 0 removes it.
 - With both representors in a bridge of the guest's, a's pings reach b:
   OVS's flows count each frame going VF 0's port -> representor 0's port,
   and representor 1's port -> VF 1's port.
@@ -122,6 +123,19 @@ def test_guest_bridge_over_representors_switches_the_vfs(system):
     assert r.status != 0 and "Operation not permitted" in r.stdout + r.stderr, r
     assert hw_addr() == "02:00:00:00:0b:21"
     assert l1.check(mac_on_port).strip().strip('"') == "02:00:00:00:0b:21"
+
+    # devlink-rate's tx_max is VF 2's policer on its switch port (the
+    # policer's effect on a stream: test_l2_e2e's max_tx_rate test), and
+    # 0 takes it away
+    def policer():
+        return [l1.check(f"ovs-vsctl get Interface {vf_port(2)} ingress_policing_{k}"
+                         ).strip() for k in ("rate", "burst")]
+
+    assert policer() == ["0", "0"]
+    l2.check(f"devlink port function rate set pci/{pf}/3 tx_max 3mbit", timeout=60)
+    assert policer() == ["3000", "300"]
+    l2.check(f"devlink port function rate set pci/{pf}/3 tx_max 0", timeout=60)
+    assert policer() == ["0", "0"]
 
     # the guest's bridge switches the VFs
     l2.check(f"ip link add brrep type bridge && ip link set brrep up && "
