@@ -164,7 +164,8 @@ def _check_histogram(f):
 def samples(fams, name, **labels):
     """{vf or other remaining label set: value} of a family's samples whose
     labels include labels."""
-    return [(lab, v) for n, lab, v in fams[name].samples
+    fam = name if name in fams else re.sub(r"_(bucket|sum|count)$", "", name)
+    return [(lab, v) for n, lab, v in fams[fam].samples
             if n == name and all(lab.get(k) == w for k, w in labels.items())]
 
 
@@ -238,6 +239,23 @@ def consistent(l1, ports, deadline_s=60):
         assert time.monotonic() < deadline, "OVS's statistics never held still for a scrape"
 
 
+def settle(l1, ports, deadline_s=60):
+    """Until OVS's statistics of ports (refreshed every 5 s) have caught
+    up with the kernel's counters of those netdevs."""
+    keys = [(d, k) for d in ("rx", "tx") for k in ("packets", "dropped")]
+    deadline = time.monotonic() + deadline_s
+    while True:
+        kernel = {x["ifname"]: x["stats64"] for x in
+                  json.loads(l1.check("ip -j -s link show"))}
+        ovs = ovs_stats(l1)
+        late = [p for p in ports if any(ovs[p].get(f"{d}_{k}") != kernel[p][d][k]
+                                        for d, k in keys)]
+        if not late:
+            return
+        assert time.monotonic() < deadline, f"OVS's statistics of {late} lag the kernel's"
+        time.sleep(0.5)
+
+
 def ovs_counters(row):
     """The port counters of an Interface's statistics, without the
     policer's (port_counters())."""
@@ -266,7 +284,9 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
     for vf in (0, 1):
         assert switch.set_attrs(vf, vlan=100, mac=mac(vf), spoofchk=1) == f"OK {vf}"
 
-    # Before: every VF's port counters are OVS's, key by key.
+    # Before: every VF's port counters are OVS's, key by key (once OVS has
+    # counted what the kernel counted on them so far).
+    settle(l1, reps.values())
     fams0, _, ovs0 = consistent(l1, switch.reps.values())
     for vf, rep in reps.items():
         want = ovs_counters(ovs0[rep])
@@ -279,17 +299,7 @@ def test_metrics_equal_ovs_counters_after_frames(switch, l1host):
     assert sent["frames"] == FRAMES
     switch.wait_classified({0: seen0 + FRAMES})
     rep1 = reps[1]
-
-    def moved():
-        s = ovs_stats(l1)[rep1]
-        return s.get("tx_packets", 0) + s.get("tx_dropped", 0) - \
-            ovs0[rep1].get("tx_packets", 0) - ovs0[rep1].get("tx_dropped", 0)
-    deadline = time.monotonic() + 60
-    while moved() < FRAMES:
-        assert time.monotonic() < deadline, f"OVS counted {moved()} of {FRAMES} frames " \
-            f"on {rep1}: {ovs_stats(l1)[rep1]}"
-        time.sleep(0.5)
-
+    settle(l1, reps.values())
     fams, text, ovs = consistent(l1, switch.reps.values())
     with open(os.path.join(paths.ARTIFACTS, "l1-metrics.prom"), "w") as f:
         f.write(text)
