@@ -441,3 +441,60 @@ def test_daemon_restart_resets_its_counters_not_ovs(switch, l1host):
         now, before = port_counters(fams, vf), port_counters(fams0, vf)
         assert all(now[k] >= before[k] for k in before), (vf, before, now)
         assert now == ovs_counters(ovs[rep])
+
+
+def test_timer_writes_the_textfile_every_15_s(request):
+    """The package's timer on a Level 1 booted with systemd: enabled as
+    the admin guide says, its service writes the metrics into
+    node_exporter's textfile folder (Debian's default), a whole file the
+    parser takes, and again about 15 s later (a new file renamed over the
+    old one: another inode), each run of the service a success."""
+    import glob
+    import shutil
+    import subprocess
+    from harness.vm import L1Host
+
+    d = os.path.join(paths.ARTIFACTS, re.sub(r"[^A-Za-z0-9_.-]+", "_",
+                                             request.node.nodeid + "-l1"))
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    l1 = L1Host("l1", d, systemd=True)
+    debs = os.path.join(l1.scratch, "debs")
+    pkg = subprocess.Popen([os.path.join(paths.SRC, "scripts", "package"), "--no-build",
+                            "--output", debs], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    prom = "/var/lib/prometheus/node-exporter/vdpa-pool-daemon.prom"
+    try:
+        l1.start(boot_timeout=240)
+        out = pkg.communicate(timeout=600)[0]
+        assert pkg.returncode == 0, "scripts/package failed:\n" + out[-4000:]
+        (deb,) = glob.glob(os.path.join(debs, "vdpa-pool-daemon_*.deb"))
+        l1.check(f"dpkg -i /scratch/debs/{os.path.basename(deb)}", timeout=120)
+        # as shipped: not enabled, and skipped without node_exporter's folder
+        assert l1.run("systemctl is-enabled vdpa-pool-metrics.timer").stdout.strip() == \
+            "disabled"
+        l1.check("systemctl start vdpa-pool-daemon.socket && "
+                 "mkdir -p /var/lib/prometheus/node-exporter && "
+                 "systemctl enable --now vdpa-pool-metrics.timer")
+        l1.wait_until(f"test -s {prom}", timeout=60)
+        first = l1.check(f"stat -c %i {prom}").strip()
+        fams = parse(l1.check(f"cat {prom}"))
+        assert one(fams, "vdpa_pool_daemon_start_time_seconds") > 0
+        t0 = time.monotonic()
+        l1.wait_until(f"test $(stat -c %i {prom}) != {first}", timeout=60)
+        took = time.monotonic() - t0
+        print(f"the timer rewrote {prom} {took:.1f} s after the first write was seen")
+        parse(l1.check(f"cat {prom}"))
+        st = l1.check("systemctl show vdpa-pool-metrics.service -p Result -p ExecMainStatus")
+        assert "Result=success" in st and "ExecMainStatus=0" in st, st
+        assert l1.check("ls -A /var/lib/prometheus/node-exporter").split() == \
+            ["vdpa-pool-daemon.prom"]
+        with open(os.path.join(d, "journal.txt"), "w") as f:
+            f.write(l1.run("journalctl -b -u vdpa-pool-metrics.service -u "
+                           "vdpa-pool-daemon.service -o short-monotonic --no-pager",
+                           timeout=60).stdout)
+    finally:
+        if pkg.poll() is None:
+            pkg.kill()
+            pkg.wait()
+        l1.stop()
