@@ -23,8 +23,10 @@ on the kernel datapath).  A non-root peer's METRICS is refused with the
 daemon's sentence and a garbled one closes only its own connection; the
 daemon answers on.  `--output` replaces the file atomically: a reader
 polling it while it is rewritten never sees a partial file, and no
-temporary file stays.  Last, the daemon restarts: its own counters start
-again (start time later), OVS's port counters do not go back."""
+temporary file stays.  Then the daemon restarts: its own counters start
+again, OVS's port counters do not go back.  Last, on a Level 1 booted
+with systemd, the package's timer, enabled, writes node_exporter's
+textfile and rewrites it about 15 s later."""
 import json
 import math
 import os
