@@ -225,33 +225,6 @@ struct pool_row {
 	const struct vpd_attr_view *claim_hist, *release_hist;
 };
 
-static const struct vpd_attr_view *nested_get(GArray *a, uint16_t type)
-{
-	for (guint i = 0; i < a->len; i++) {
-		const struct vpd_attr_view *v = &g_array_index(a, struct vpd_attr_view, i);
-
-		if (v->type == type)
-			return v;
-	}
-	return NULL;
-}
-
-static uint64_t nested_u64(GArray *a, uint16_t type)
-{
-	uint64_t v = 0;
-
-	vpd_attr_u64(nested_get(a, type), &v);
-	return v;
-}
-
-static uint32_t nested_u32(GArray *a, uint16_t type)
-{
-	uint32_t v = 0;
-
-	vpd_attr_u32(nested_get(a, type), &v);
-	return v;
-}
-
 static bool fail(GError **error, const char *what)
 {
 	g_set_error(error, VPD_PROTOCOL_ERROR, 0, "the daemon's METRICS answer: %s", what);
@@ -337,25 +310,25 @@ bool vpd_metrics_format(const struct vpd_msg *reply, GString *out, GError **erro
 		g_ptr_array_add(nests, a);
 		if (v->type == VPD_A_VF) {
 			struct vf_row r = { 0 };
-			const struct vpd_attr_view *mac = nested_get(a, VPD_A_MAC);
+			const struct vpd_attr_view *mac = vpd_nested_get(a, VPD_A_MAC);
 			uint16_t vlan = 0;
 
-			r.pool = vpd_attr_str(nested_get(a, VPD_A_POOL));
+			r.pool = vpd_attr_str(vpd_nested_get(a, VPD_A_POOL));
 			if (!r.pool)
 				return fail(error, "a VF without its POOL");
-			r.owner = vpd_attr_str(nested_get(a, VPD_A_OWNER)) ?: "";
-			r.port = vpd_attr_str(nested_get(a, VPD_A_PORT)) ?: "";
-			r.state = MIN(nested_u32(a, VPD_A_COUNT), 3u);
-			snprintf(r.vf, sizeof(r.vf), "%u", nested_u32(a, VPD_A_VF_INDEX));
-			if (nested_get(a, VPD_A_UID))
-				snprintf(r.uid, sizeof(r.uid), "%u", nested_u32(a, VPD_A_UID));
+			r.owner = vpd_attr_str(vpd_nested_get(a, VPD_A_OWNER)) ?: "";
+			r.port = vpd_attr_str(vpd_nested_get(a, VPD_A_PORT)) ?: "";
+			r.state = MIN(vpd_nested_u32(a, VPD_A_COUNT), 3u);
+			snprintf(r.vf, sizeof(r.vf), "%u", vpd_nested_u32(a, VPD_A_VF_INDEX));
+			if (vpd_nested_get(a, VPD_A_UID))
+				snprintf(r.uid, sizeof(r.uid), "%u", vpd_nested_u32(a, VPD_A_UID));
 			if (mac && mac->len == 6)
 				snprintf(r.mac, sizeof(r.mac), "%02x:%02x:%02x:%02x:%02x:%02x",
 					 mac->value[0], mac->value[1], mac->value[2],
 					 mac->value[3], mac->value[4], mac->value[5]);
-			vpd_attr_u16(nested_get(a, VPD_A_VLAN), &vlan);
+			vpd_attr_u16(vpd_nested_get(a, VPD_A_VLAN), &vlan);
 			snprintf(r.vlan, sizeof(r.vlan), "%u", vlan);
-			r.stats = nested_get(a, VPD_A_PORT_STATS);
+			r.stats = vpd_nested_get(a, VPD_A_PORT_STATS);
 			if (r.stats && vpd_attr_u64_count(r.stats) != 1 + VPD_PS_N)
 				return fail(error, "PORT_STATS of the wrong size");
 			any_stats |= r.stats != NULL;
@@ -363,19 +336,19 @@ bool vpd_metrics_format(const struct vpd_msg *reply, GString *out, GError **erro
 		} else if (v->type == VPD_A_POOL_STATS) {
 			struct pool_row r = { 0 };
 
-			r.name = vpd_attr_str(nested_get(a, VPD_A_POOL));
-			r.claims = nested_u64(a, VPD_A_CLAIMS);
-			r.refused = nested_u64(a, VPD_A_CLAIMS_REFUSED);
-			r.releases = nested_u64(a, VPD_A_RELEASES);
-			r.gone = nested_u64(a, VPD_A_RELEASES_GONE);
-			r.claim_hist = nested_get(a, VPD_A_CLAIM_HIST);
-			r.release_hist = nested_get(a, VPD_A_RELEASE_HIST);
+			r.name = vpd_attr_str(vpd_nested_get(a, VPD_A_POOL));
+			r.claims = vpd_nested_u64(a, VPD_A_CLAIMS);
+			r.refused = vpd_nested_u64(a, VPD_A_CLAIMS_REFUSED);
+			r.releases = vpd_nested_u64(a, VPD_A_RELEASES);
+			r.gone = vpd_nested_u64(a, VPD_A_RELEASES_GONE);
+			r.claim_hist = vpd_nested_get(a, VPD_A_CLAIM_HIST);
+			r.release_hist = vpd_nested_get(a, VPD_A_RELEASE_HIST);
 			if (!r.name || !hist_ok(r.claim_hist) || !hist_ok(r.release_hist))
 				return fail(error, "a pool's statistics without its name or with a "
 					    "histogram that does not add up");
 			g_array_append_val(pools, r);
 		} else {
-			uint32_t c[2] = { nested_u32(a, VPD_A_UID), nested_u32(a, VPD_A_COUNT) };
+			uint32_t c[2] = { vpd_nested_u32(a, VPD_A_UID), vpd_nested_u32(a, VPD_A_COUNT) };
 
 			g_array_append_val(conns, c);
 		}

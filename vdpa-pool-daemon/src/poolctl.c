@@ -91,28 +91,36 @@ static struct vpd_msg *request(const char *path, GBytes *msg, GError **error)
 	}
 }
 
-static const struct vpd_attr_view *nested_get(GArray *a, uint16_t type)
+/*
+ * A request of @type with no attributes, and its answer; NULL after
+ * saying on stderr why there is none (no daemon, or its refusal).
+ */
+static struct vpd_msg *ask(const char *path, uint16_t type)
 {
-	for (guint i = 0; i < a->len; i++) {
-		const struct vpd_attr_view *v = &g_array_index(a, struct vpd_attr_view, i);
+	g_autoptr(GError) err = NULL;
+	g_autoptr(GBytes) req = NULL;
+	struct vpd_msg *m;
+	struct vpd_builder b;
 
-		if (v->type == type)
-			return v;
+	vpd_builder_init(&b, type, 1);
+	req = vpd_builder_finish(&b);
+	m = request(path, req, &err);
+	if (!m) {
+		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+		return NULL;
 	}
-	return NULL;
-}
-
-static uint32_t nested_u32(GArray *a, uint16_t type)
-{
-	uint32_t v = 0;
-
-	vpd_attr_u32(nested_get(a, type), &v);
-	return v;
+	if (m->type == VPD_MSG_ERROR) {
+		fprintf(stderr, "vdpa-poolctl: the daemon refused: %s\n",
+			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
+		vpd_msg_free(m);
+		return NULL;
+	}
+	return m;
 }
 
 static unsigned nested_small(GArray *a, uint16_t type)
 {
-	const struct vpd_attr_view *v = nested_get(a, type);
+	const struct vpd_attr_view *v = vpd_nested_get(a, type);
 	uint16_t w = 0;
 	uint8_t b = 0;
 
@@ -125,7 +133,7 @@ static unsigned nested_small(GArray *a, uint16_t type)
 
 static const char *nested_str(GArray *a, uint16_t type)
 {
-	const char *s = vpd_attr_str(nested_get(a, type));
+	const char *s = vpd_attr_str(vpd_nested_get(a, type));
 
 	return s ? s : "";
 }
@@ -156,24 +164,11 @@ static int status(const char *path, bool json)
 	static const char *const state[] = { "free", "claimed", "claimed (not connected)",
 					     "quarantined" };
 	static const char *const link[] = { "auto", "enable", "disable" };
-	g_autoptr(GError) err = NULL;
-	g_autoptr(vpd_msg) m = NULL;
-	g_autoptr(GBytes) req = NULL;
+	g_autoptr(vpd_msg) m = ask(path, VPD_MSG_STATUS);
 	g_autoptr(JsonBuilder) jb = json_builder_new();
-	struct vpd_builder b;
 
-	vpd_builder_init(&b, VPD_MSG_STATUS, 1);
-	req = vpd_builder_finish(&b);
-	m = request(path, req, &err);
-	if (!m) {
-		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+	if (!m)
 		return 1;
-	}
-	if (m->type == VPD_MSG_ERROR) {
-		fprintf(stderr, "vdpa-poolctl: the daemon refused: %s\n",
-			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
-		return 1;
-	}
 	json_builder_begin_array(jb);
 	if (!json)
 		printf("%-12s %4s  %-24s %-17s %5s %3s %-8s %-6s %-7s %s\n", "POOL", "VF", "STATE",
@@ -188,17 +183,17 @@ static int status(const char *path, bool json)
 		if (v->type != VPD_A_VF)
 			continue;
 		a = vpd_attr_nested(v);
-		macv = nested_get(a, VPD_A_MAC);
+		macv = vpd_nested_get(a, VPD_A_MAC);
 		if (macv && macv->len == 6)
 			snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", macv->value[0],
 				 macv->value[1], macv->value[2], macv->value[3], macv->value[4],
 				 macv->value[5]);
-		st = MIN(nested_u32(a, VPD_A_COUNT), 3u);
+		st = MIN(vpd_nested_u32(a, VPD_A_COUNT), 3u);
 		if (json) {
 			json_builder_begin_object(jb);
 			put_str(jb, "pool", nested_str(a, VPD_A_POOL));
-			put_int(jb, "vf", nested_u32(a, VPD_A_VF_INDEX));
-			put_int(jb, "handle", nested_u32(a, VPD_A_HANDLE));
+			put_int(jb, "vf", vpd_nested_u32(a, VPD_A_VF_INDEX));
+			put_int(jb, "handle", vpd_nested_u32(a, VPD_A_HANDLE));
 			put_str(jb, "state", state[st]);
 			put_str(jb, "owner", nested_str(a, VPD_A_OWNER));
 			put_str(jb, "mac", mac);
@@ -210,12 +205,12 @@ static int status(const char *path, bool json)
 			json_builder_set_member_name(jb, "trust");
 			json_builder_add_boolean_value(jb, nested_small(a, VPD_A_TRUST));
 			put_str(jb, "link_state", link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)]);
-			put_int(jb, "min_tx_rate", nested_u32(a, VPD_A_MIN_TX_RATE));
-			put_int(jb, "max_tx_rate", nested_u32(a, VPD_A_MAX_TX_RATE));
+			put_int(jb, "min_tx_rate", vpd_nested_u32(a, VPD_A_MIN_TX_RATE));
+			put_int(jb, "max_tx_rate", vpd_nested_u32(a, VPD_A_MAX_TX_RATE));
 			put_str(jb, "vhost", nested_str(a, VPD_A_VHOST_PATH));
-			if (nested_get(a, VPD_A_PORT)) {
+			if (vpd_nested_get(a, VPD_A_PORT)) {
 				put_str(jb, "port", nested_str(a, VPD_A_PORT));
-				if (nested_get(a, VPD_A_REP_PORT))
+				if (vpd_nested_get(a, VPD_A_REP_PORT))
 					put_str(jb, "representor_port",
 						nested_str(a, VPD_A_REP_PORT));
 				json_builder_set_member_name(jb, "flows");
@@ -232,16 +227,16 @@ static int status(const char *path, bool json)
 			json_builder_end_object(jb);
 		} else {
 			printf("%-12s %4u  %-24s %-17s %5u %3u %-8s %-6s %-7s %s%s%s\n",
-			       nested_str(a, VPD_A_POOL), nested_u32(a, VPD_A_VF_INDEX), state[st],
+			       nested_str(a, VPD_A_POOL), vpd_nested_u32(a, VPD_A_VF_INDEX), state[st],
 			       mac, nested_small(a, VPD_A_VLAN), nested_small(a, VPD_A_QOS),
 			       nested_small(a, VPD_A_SPOOFCHK) ? "on" : "off",
 			       nested_small(a, VPD_A_TRUST) ? "on" : "off",
 			       link[MIN(nested_small(a, VPD_A_LINK_STATE), 2u)],
 			       nested_str(a, VPD_A_OWNER), st ? " " : "",
 			       nested_str(a, VPD_A_VHOST_PATH));
-			if (nested_get(a, VPD_A_PORT))
+			if (vpd_nested_get(a, VPD_A_PORT))
 				printf("%19s port %s\n", "", nested_str(a, VPD_A_PORT));
-			if (nested_get(a, VPD_A_REP_PORT))
+			if (vpd_nested_get(a, VPD_A_REP_PORT))
 				printf("%19s representor port %s\n", "",
 				       nested_str(a, VPD_A_REP_PORT));
 			for (guint j = 0; j < a->len; j++) {
@@ -304,23 +299,11 @@ static bool write_atomically(const char *path, const GString *text, GError **err
 static int metrics(const char *path, const char *output)
 {
 	g_autoptr(GError) err = NULL;
-	g_autoptr(vpd_msg) m = NULL;
-	g_autoptr(GBytes) req = NULL;
+	g_autoptr(vpd_msg) m = ask(path, VPD_MSG_METRICS);
 	g_autoptr(GString) text = g_string_new(NULL);
-	struct vpd_builder b;
 
-	vpd_builder_init(&b, VPD_MSG_METRICS, 1);
-	req = vpd_builder_finish(&b);
-	m = request(path, req, &err);
-	if (!m) {
-		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
+	if (!m)
 		return 1;
-	}
-	if (m->type == VPD_MSG_ERROR) {
-		fprintf(stderr, "vdpa-poolctl: the daemon refused: %s\n",
-			vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)) ?: "?");
-		return 1;
-	}
 	if (!vpd_metrics_format(m, text, &err)) {
 		fprintf(stderr, "vdpa-poolctl: %s\n", err->message);
 		return 1;

@@ -443,3 +443,30 @@ GArray *vpd_attr_nested(const struct vpd_attr_view *a)
 		walk(a->value, a->len, 1, out, NULL);
 	return out;
 }
+
+const struct vpd_attr_view *vpd_nested_get(GArray *a, uint16_t type)
+{
+	for (guint i = 0; i < a->len; i++) {
+		const struct vpd_attr_view *v = &g_array_index(a, struct vpd_attr_view, i);
+
+		if (v->type == type)
+			return v;
+	}
+	return NULL;
+}
+
+uint32_t vpd_nested_u32(GArray *a, uint16_t type)
+{
+	uint32_t v = 0;
+
+	vpd_attr_u32(vpd_nested_get(a, type), &v);
+	return v;
+}
+
+uint64_t vpd_nested_u64(GArray *a, uint16_t type)
+{
+	uint64_t v = 0;
+
+	vpd_attr_u64(vpd_nested_get(a, type), &v);
+	return v;
+}

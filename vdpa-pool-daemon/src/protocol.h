@@ -173,6 +173,11 @@ const char *vpd_attr_str(const struct vpd_attr_view *a);  /* NULL if invalid */
 
 /* The attributes nested in a VPD_A_VF (already validated by the parser). */
 GArray *vpd_attr_nested(const struct vpd_attr_view *a);
+/* The first attribute of @type in such a list, or NULL. */
+const struct vpd_attr_view *vpd_nested_get(GArray *a, uint16_t type);
+/* Its value as a u32 or a u64; 0 when it is missing or of another size. */
+uint32_t vpd_nested_u32(GArray *a, uint16_t type);
+uint64_t vpd_nested_u64(GArray *a, uint16_t type);
 
 typedef struct vpd_msg vpd_msg;
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vpd_msg, vpd_msg_free)

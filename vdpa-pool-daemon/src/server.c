@@ -1546,34 +1546,29 @@ static void status_answer(struct status_op *op, GPtrArray *flows, GArray *stats,
 		client_answered(c, op->ok, false);
 }
 
-static void status_flows_done(GPtrArray *flows, const GError *error, void *opaque)
+/* The OVS worker's part came (or failed): the answer, unless the timeout gave it. */
+static void status_got(struct status_op *op, GPtrArray *flows, GArray *stats,
+		       const GError *error)
 {
-	struct status_op *op = opaque;
-
 	if (!op->answered) {
 		if (op->timer) {
 			g_source_remove(op->timer);
 			op->timer = 0;
 			op->refs--;
 		}
-		status_answer(op, flows, NULL, error ? error->message : NULL);
+		status_answer(op, flows, stats, error ? error->message : NULL);
 	}
 	status_unref(op);
 }
 
+static void status_flows_done(GPtrArray *flows, const GError *error, void *opaque)
+{
+	status_got(opaque, flows, NULL, error);
+}
+
 static void metrics_stats_done(GArray *stats, const GError *error, void *opaque)
 {
-	struct status_op *op = opaque;
-
-	if (!op->answered) {
-		if (op->timer) {
-			g_source_remove(op->timer);
-			op->timer = 0;
-			op->refs--;
-		}
-		status_answer(op, NULL, stats, error ? error->message : NULL);
-	}
-	status_unref(op);
+	status_got(opaque, NULL, stats, error);
 }
 
 static gboolean status_timeout(gpointer data)
