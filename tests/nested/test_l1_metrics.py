@@ -24,13 +24,10 @@ daemon's sentence and a garbled one closes only its own connection; the
 daemon answers on.  `--output` replaces the file atomically: a reader
 polling it while it is rewritten never sees a partial file, and no
 temporary file stays.  Then the daemon restarts: its own counters start
-again, OVS's port counters do not go back.  Last, on a Level 1 booted
-with systemd, the package's timer, enabled, writes node_exporter's
-textfile and rewrites it about 15 s later."""
+again, OVS's port counters do not go back.  (The package's timer under
+systemd: test_l1_systemd.py.)"""
 import json
-import math
 import os
-import re
 import time
 
 import pytest
@@ -38,6 +35,7 @@ import pytest
 from harness import paths
 from harness.e2e import daemon_binary, start_daemon, stop_daemon
 from harness.l1net import Switch
+from harness.prom import one, parse, samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.nested]
 
@@ -52,150 +50,6 @@ PORT_KEYS = {"rx_packets": "vdpa_pool_vf_port_rx_packets_total",
              "tx_dropped": "vdpa_pool_vf_port_tx_dropped_total",
              "ovs_rx_qos_drops": "vdpa_pool_vf_port_policer_dropped_total"}
 
-
-# ---- a strict parser of the text exposition format (version 0.0.4) --------
-
-NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
-LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
-
-
-class Family:
-    def __init__(self, name):
-        self.name, self.type, self.help, self.samples = name, None, None, []
-
-
-def _labels(text, line):
-    """{name: value} of a sample's label set text (without the braces),
-    only the escapes \\\\, \\" and \\n allowed in values."""
-    out, i = {}, 0
-    while i < len(text):
-        m = re.compile(LABEL + r'="').match(text, i)
-        assert m, f"bad label at {text[i:]!r}: {line!r}"
-        name, i, value = m.group(0)[:-2], m.end(), []
-        while text[i] != '"':
-            if text[i] == "\\":
-                esc = text[i + 1]
-                assert esc in '\\"n', f"bad escape \\{esc}: {line!r}"
-                value.append("\n" if esc == "n" else esc)
-                i += 2
-            else:
-                assert text[i] != "\n"
-                value.append(text[i])
-                i += 1
-        i += 1
-        assert name not in out, f"label {name} twice: {line!r}"
-        out[name] = "".join(value)
-        if i < len(text):
-            assert text[i] == ",", f"no comma after a label: {line!r}"
-            i += 1
-    return out
-
-
-def _value(text, line):
-    if text in ("+Inf", "-Inf", "NaN"):
-        return float(text.replace("Inf", "inf").replace("NaN", "nan"))
-    assert re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text), \
-        f"bad value {text!r}: {line!r}"
-    return float(text)
-
-
-def parse(text):
-    """{family name: Family}; raises AssertionError on anything the format
-    does not allow."""
-    fams, order, series = {}, [], set()
-    assert text.endswith("\n"), "the text must end with a newline"
-    for line in text[:-1].split("\n"):
-        m = re.fullmatch(rf"# (HELP|TYPE) ({NAME}) (.*)", line)
-        if m:
-            kind, name, rest = m.groups()
-            f = fams.get(name)
-            if f is None:
-                f = fams[name] = Family(name)
-                order.append(name)
-            assert order[-1] == name, f"{kind} of {name} after another family: {line!r}"
-            assert not f.samples, f"{kind} of {name} after its samples"
-            if kind == "HELP":
-                assert f.help is None, f"HELP of {name} twice"
-                assert not re.search(r"\\[^\\n]", rest), f"bad escape in HELP: {line!r}"
-                f.help = rest
-            else:
-                assert f.type is None, f"TYPE of {name} twice"
-                assert rest in ("counter", "gauge", "histogram", "summary", "untyped"), line
-                f.type = rest
-            continue
-        assert not re.match(r"# (HELP|TYPE)\b", line), f"bad HELP/TYPE line {line!r}"
-        if line.startswith("#") or not line.strip():
-            continue
-        m = re.fullmatch(rf"({NAME})(?:\{{(.*)\}})? (\S+)(?: (-?\d+))?", line)
-        assert m, f"not a sample: {line!r}"
-        name, labels, value = m.group(1), _labels(m.group(2) or "", line), _value(m.group(3), line)
-        fam = next((n for n in (name, re.sub(r"_(bucket|sum|count)$", "", name))
-                    if n in fams and (n == name or fams[n].type == "histogram")), None)
-        assert fam, f"sample {name} of no family declared before it"
-        assert order[-1] == fam, f"sample of {fam} after another family: {line!r}"
-        key = (name, tuple(sorted(labels.items())))
-        assert key not in series, f"series twice: {line!r}"
-        series.add(key)
-        fams[fam].samples.append((name, labels, value))
-    for f in fams.values():
-        assert f.type, f"family {f.name} without TYPE"
-        if f.type == "counter":
-            assert all(v >= 0 for _, _, v in f.samples), f.name
-        if f.type == "histogram":
-            _check_histogram(f)
-    return fams
-
-
-def _check_histogram(f):
-    groups = {}
-    for name, labels, value in f.samples:
-        key = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
-        g = groups.setdefault(key, {"buckets": [], "sum": None, "count": None})
-        if name.endswith("_bucket"):
-            g["buckets"].append((_value(labels["le"], labels["le"]), value))
-        else:
-            g[name.rsplit("_", 1)[1]] = value
-    for key, g in groups.items():
-        les = [le for le, _ in g["buckets"]]
-        assert les == sorted(les) and les[-1] == math.inf, f"{f.name}{key}: le {les}"
-        counts = [c for _, c in g["buckets"]]
-        assert counts == sorted(counts), f"{f.name}{key}: buckets not cumulative {counts}"
-        assert g["count"] == counts[-1] and g["sum"] is not None, f"{f.name}{key}: {g}"
-
-
-def samples(fams, name, **labels):
-    """{vf or other remaining label set: value} of a family's samples whose
-    labels include labels."""
-    fam = name if name in fams else re.sub(r"_(bucket|sum|count)$", "", name)
-    return [(lab, v) for n, lab, v in fams[fam].samples
-            if n == name and all(lab.get(k) == w for k, w in labels.items())]
-
-
-def one(fams, name, **labels):
-    got = samples(fams, name, **labels)
-    assert len(got) == 1, (name, labels, got)
-    return got[0][1]
-
-
-def test_parser_refuses_what_the_format_does_not_allow():
-    """The parser can fail: each of these breaks a rule it checks."""
-    good = ("# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\"} 3\n"
-            "# HELP h H.\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
-            "h_sum 3\nh_count 2\n")
-    parse(good)
-    for bad in (good.replace("# HELP h H.\n", "# HELP a_total again\n# HELP h H.\n"),
-                good.replace("h_count 2\n", "h_count 2\na_total{x=\"2\"} 1\n"),
-                good.replace('le="+Inf"} 2', 'le="+Inf"} 0'),
-                good.replace('a_total{x="1"}', 'a_total{x="a\\tb"}'),
-                good.replace('a_total{x="1"}', 'a_total{x="1",x="2"}'),
-                good.replace("a_total{x=\"1\"} 3\n", "a_total{x=\"1\"} 3\na_total{x=\"1\"} 4\n"),
-                good.replace('le="1"} 1', 'le="1"} 3'),
-                good[:-1]):
-        with pytest.raises(AssertionError):
-            parse(bad)
-
-
-# ---- Level 1 -----------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -443,60 +297,3 @@ def test_daemon_restart_resets_its_counters_not_ovs(switch, l1host):
         now, before = port_counters(fams, vf), port_counters(fams0, vf)
         assert all(now[k] >= before[k] for k in before), (vf, before, now)
         assert now == ovs_counters(ovs[rep])
-
-
-def test_timer_writes_the_textfile_every_15_s(request):
-    """The package's timer on a Level 1 booted with systemd: enabled as
-    the admin guide says, its service writes the metrics into
-    node_exporter's textfile folder (Debian's default), a whole file the
-    parser takes, and again about 15 s later (a new file renamed over the
-    old one: another inode), each run of the service a success."""
-    import glob
-    import shutil
-    import subprocess
-    from harness.vm import L1Host
-
-    d = os.path.join(paths.ARTIFACTS, re.sub(r"[^A-Za-z0-9_.-]+", "_",
-                                             request.node.nodeid + "-l1"))
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    l1 = L1Host("l1", d, systemd=True)
-    debs = os.path.join(l1.scratch, "debs")
-    pkg = subprocess.Popen([os.path.join(paths.SRC, "scripts", "package"), "--no-build",
-                            "--output", debs], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    prom = "/var/lib/prometheus/node-exporter/vdpa-pool-daemon.prom"
-    try:
-        l1.start(boot_timeout=240)
-        out = pkg.communicate(timeout=600)[0]
-        assert pkg.returncode == 0, "scripts/package failed:\n" + out[-4000:]
-        (deb,) = glob.glob(os.path.join(debs, "vdpa-pool-daemon_*.deb"))
-        l1.check(f"dpkg -i /scratch/debs/{os.path.basename(deb)}", timeout=120)
-        # as shipped: not enabled, and skipped without node_exporter's folder
-        assert l1.run("systemctl is-enabled vdpa-pool-metrics.timer").stdout.strip() == \
-            "disabled"
-        l1.check("systemctl start vdpa-pool-daemon.socket && "
-                 "mkdir -p /var/lib/prometheus/node-exporter && "
-                 "systemctl enable --now vdpa-pool-metrics.timer")
-        l1.wait_until(f"test -s {prom}", timeout=60)
-        first = l1.check(f"stat -c %i {prom}").strip()
-        fams = parse(l1.check(f"cat {prom}"))
-        assert one(fams, "vdpa_pool_daemon_start_time_seconds") > 0
-        t0 = time.monotonic()
-        l1.wait_until(f"test $(stat -c %i {prom}) != {first}", timeout=60)
-        took = time.monotonic() - t0
-        print(f"the timer rewrote {prom} {took:.1f} s after the first write was seen")
-        parse(l1.check(f"cat {prom}"))
-        st = l1.check("systemctl show vdpa-pool-metrics.service -p Result -p ExecMainStatus")
-        assert "Result=success" in st and "ExecMainStatus=0" in st, st
-        assert l1.check("ls -A /var/lib/prometheus/node-exporter").split() == \
-            ["vdpa-pool-daemon.prom"]
-        with open(os.path.join(d, "journal.txt"), "w") as f:
-            f.write(l1.run("journalctl -b -u vdpa-pool-metrics.service -u "
-                           "vdpa-pool-daemon.service -o short-monotonic --no-pager",
-                           timeout=60).stdout)
-    finally:
-        if pkg.poll() is None:
-            pkg.kill()
-            pkg.wait()
-        l1.stop()
