@@ -50,10 +50,19 @@ class QMP:
 
     def execute(self, cmd, args=None, timeout=60):
         """Run a command; returns its 'return' value or raises QMPError."""
+        self.send(cmd, args)
+        return self.answer(cmd, timeout)
+
+    def send(self, cmd, args=None):
+        """Send a command without waiting: answer() reads its answer (while
+        the test does something else meanwhile)."""
         msg = {"execute": cmd}
         if args:
             msg["arguments"] = args
         self.sock.sendall(json.dumps(msg).encode() + b"\n")
+
+    def answer(self, cmd, timeout=60):
+        """The answer to the command send() sent last (events are kept)."""
         deadline = time.monotonic() + timeout
         while True:
             resp = self._read_msg(deadline)

@@ -26,7 +26,6 @@ second CLAIM makes the pool "failed" with the daemon's sentence (event,
 query, QEMU's log), gives back the first CLAIM's VFs, and refuses the VF
 Enable (it clears)."""
 import array
-import json
 import os
 import select
 import shutil
@@ -223,24 +222,6 @@ class SlowDaemon:
         return True
 
 
-def qmp_send(qmp, cmd, args):
-    """Send a QMP command without waiting for its answer."""
-    qmp.sock.sendall(json.dumps({"execute": cmd, "arguments": args}).encode() + b"\n")
-
-
-def qmp_answer(qmp, cmd, timeout=60):
-    """The answer to the command qmp_send() sent (events are kept)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        msg = qmp._read_msg(deadline)
-        if "event" in msg:
-            qmp.events.append(msg)
-        elif "error" in msg:
-            raise QMPError(cmd, msg["error"])
-        elif "return" in msg:
-            return msg["return"]
-
-
 def pool_info(qmp, pid="p0"):
     (pool,) = [p for p in qmp.execute("query-vsriov-pools") if p["id"] == pid]
     return pool
@@ -274,7 +255,7 @@ def test_object_add_of_a_large_pool_leaves_the_guest_and_monitor_answering(guest
     dm = SlowDaemon(BIG)
     try:
         g = guest_factory("pooladd")
-        qmp_send(g.qmp, "object-add", daemon_pool(dm, BIG))
+        g.qmp.send("object-add", daemon_pool(dm, BIG))
         nclaims = BIG // PER_CLAIM
         for i in range(nclaims):
             dm.wait_for(("claim-received", i))
@@ -286,7 +267,7 @@ def test_object_add_of_a_large_pool_leaves_the_guest_and_monitor_answering(guest
                 f"the guest's agent answered only after QEMU gave up CLAIM {i} "
                 f"(it waited for the daemon with the BQL held): {log}")
             if i == 0:
-                qmp_answer(g.qmp, "object-add")
+                g.qmp.answer("object-add")
                 dm.note("object-add-returned")
             # ... and so does the monitor, which says the pool is claiming.
             state = pool_info(g.qmp)["state"]
