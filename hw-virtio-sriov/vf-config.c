@@ -399,14 +399,22 @@ static bool valid_unicast(const uint8_t *mac)
 /*
  * Change VF @i's configuration to @c (valid: vsriov_vf_config_check()): the
  * provider's datapath first, then the device's part (MAC, link), all or
- * nothing.  0 or a negative errno when done at once; 1 when the provider
- * answers later, and @done says how it went.
+ * nothing.  0 or a negative errno when done at once (-EAGAIN: the VF's
+ * backend is still on its way); 1 when the provider answers later, and
+ * @done says how it went.
  */
 int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i, const VsriovVFConfig *c,
                         VsriovVFConfigDone *done, void *opaque)
 {
     int ret;
 
+    if (VSRIOV_POOL_GET_CLASS(vpf->pool)->configure && !vpf->backends[i]) {
+        /*
+         * An enabled VF whose backend is on its way (or did not come):
+         * its provider has no datapath to apply it to yet.
+         */
+        return -EAGAIN;
+    }
     if (vf_configure(vpf, i, c, done, opaque)) {
         return 1;
     }

@@ -16,9 +16,18 @@
  * enabled is replaced by one with a backend claimed from the pool, at the
  * same function and with the same MAC; if the pool cannot give them all,
  * VF Enable does not take.  A pool that must ask a host daemon
- * (claim_async) is not waited for in the vCPU: VF Enable reads set and
- * the VFs appear when the backends came (pcie_sriov_pf_vfs_ready()), or
- * VF Enable clears if they did not.  A guest driver that asks first
+ * (claim_async) is not waited for in the vCPU, and VF Enable takes at
+ * once, as on a PCIe device: the backend-less VFs answer config reads
+ * (an unpatched Linux reads them 100 ms after VF Enable), while their
+ * virtio reset is held (virtio_pci_hold_reset()), so that their driver
+ * waits before it reads their features, which depend on the backend.
+ * When a VF's backend came, the VF is swapped for one with it at the
+ * same function, with what the driver wrote to its config space, and
+ * the driver's reset completes; if the backend does not come, the VF's
+ * reset completes on a device that offers no features, which its
+ * driver refuses (Linux: "device uses modern interface but does not
+ * have VIRTIO_F_VERSION_1"), and query-vsriov says "failed"; VF Enable
+ * does not change under the driver.  A guest driver that asks first
  * (SRIOV_MEMBERS_PREPARE, admin.c) has them before it sets VF Enable;
  * backends that came and that no VF Enable took go back after 10 s.  When
  * the VFs are disabled again (VF Enable cleared, PF reset) they are
@@ -33,8 +42,9 @@
  * A premapped pool that is still claiming its backends (a daemon pool
  * added at run time) gives them the lazy way: the PF starts with
  * backend-less VFs and claims them all (claim_async) at once; a VF Enable
- * meanwhile waits as with a lazy pool.  Once they came the VFs keep them,
- * as a premapped pool's do; if they do not come, a VF Enable is refused.
+ * meanwhile gets VFs that wait as with a lazy pool.  Once they came the
+ * VFs keep them, as a premapped pool's do; if they do not come, the VFs
+ * enabled meanwhile fail as a lazy pool's do.
  *
  * This is the PF core: it calls only the VF configuration core
  * (vf-config.c) and the pools below it; the channels and migration above
@@ -60,6 +70,7 @@
 #include "hw/pci/pcie_sriov.h"
 #include "hw/qdev-properties.h"
 #include "hw/virtio/virtio-pci.h"
+#include "hw/virtio/virtio-features.h"
 #include "hw/virtio/virtio-net.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
@@ -198,6 +209,8 @@ static const char *const vf_inherits[] = {
  * Create and realize VF @index with @backend (NULL: none).  Once the PF's
  * SR-IOV capability exists (a lazy pool's VF made at VF Enable), the VF
  * also gets its VF number, its pool MAC and the IDs pcie_sriov gives VFs.
+ * A VF without backend holds its reset: a driver finding it enabled waits
+ * until it has one (vpf_swap_vf()) or has failed (vpf_fail_vf()).
  */
 static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
                                 NetClientState *backend, Error **errp)
@@ -259,6 +272,7 @@ static PCIDevice *vpf_create_vf(VsriovPF *vpf, uint16_t index,
         pci_config_set_vendor_id(vf->config, 0xffff);
         pci_config_set_device_id(vf->config, 0xffff);
     }
+    virtio_pci_hold_reset(VIRTIO_PCI(vf), !backend);
     vsriov_vf_follow_link(vpf, vsriov_vf_net(vf));
     return vf; /* one reference for us, one for the child property */
 }
@@ -283,7 +297,86 @@ static bool vpf_replace_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
         vf = vpf_create_vf(vpf, i, NULL, &error_abort);
     }
     vpf->vfs[i] = vf;
+    vpf->backing.failed[i] = false;
     return vf && backend == vpf_vf_backend(vf);
+}
+
+/*
+ * Write to @to what a driver wrote to the config space @cfg of the VF it
+ * replaces: the header's and the capabilities' writable registers, but
+ * the vendor-specific capabilities' (virtio's PCI configuration access
+ * window writes through to the BARs).  The VFs have the same layout.
+ */
+static void vpf_replay_config(PCIDevice *to, const uint8_t *cfg)
+{
+    uint32_t size = pci_config_size(to);
+    g_autofree bool *skip = g_new0(bool, size);
+
+    for (uint8_t pos = to->config[PCI_CAPABILITY_LIST] & ~3; pos;
+         pos = to->config[pos + PCI_CAP_LIST_NEXT] & ~3) {
+        if (to->config[pos + PCI_CAP_LIST_ID] == PCI_CAP_ID_VNDR) {
+            uint8_t len = to->config[pos + PCI_CAP_FLAGS];
+
+            for (uint32_t o = pos; o < MIN(pos + len, size); o++) {
+                skip[o] = true;
+            }
+        }
+    }
+    for (uint32_t o = PCI_COMMAND; o + 4 <= size; o += 4) {
+        if (!skip[o] && ldl_le_p(to->wmask + o)) {
+            to->config_write(to, o, ldl_le_p(cfg + o), 4);
+        }
+    }
+}
+
+/*
+ * Enabled VF @i, which has no backend and whose driver may wait for its
+ * reset (vpf_create_vf()), becomes a VF with @backend at the same function
+ * (on failure, a VF without backend: false), enabled, with what the
+ * driver wrote to its config space.  Its driver finds the new VF behind
+ * the same addresses, its reset done: it reads the backend's features.
+ */
+static bool vpf_swap_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
+                        Error **errp)
+{
+    g_autofree uint8_t *cfg = g_memdup2(vpf->vfs[i]->config,
+                                        pci_config_size(vpf->vfs[i]));
+    bool ok;
+
+    pci_set_enabled(vpf->vfs[i], false);
+    ok = vpf_replace_vf(vpf, i, backend, errp);
+    pci_set_enabled(vpf->vfs[i], true);
+    vpf_replay_config(vpf->vfs[i], cfg);
+    trace_vsriov_vf_swapped(DEVICE(vpf->pf)->id, i, ok);
+    return ok;
+}
+
+/*
+ * Enabled VF @i got no backend: its reset completes on a device that
+ * offers no features (not even VIRTIO_F_VERSION_1), which its driver
+ * refuses, so that it does not drive a NIC without backend.  It stays so
+ * until VF Enable is set again (vsriov_pf_prepare_vfs()).  What a driver
+ * that did not wait for the reset negotiated goes (and with it what a
+ * migration's destination could not take).
+ */
+static void vpf_fail_vf(VsriovPF *vpf, uint16_t i)
+{
+    VirtIOPCIProxy *proxy = VIRTIO_PCI(vpf->vfs[i]);
+
+    virtio_bus_reset(&proxy->bus);
+    virtio_features_clear(virtio_bus_get_device(&proxy->bus)->host_features_ex);
+    virtio_pci_hold_reset(proxy, false);
+    vpf->backing.failed[i] = true;
+}
+
+/* Failed VFs 0..@num_vfs-1 (disabled) start over, as VFs that wait. */
+static void vpf_unfail(VsriovPF *vpf, uint16_t num_vfs)
+{
+    for (uint16_t i = 0; i < num_vfs; i++) {
+        if (vpf->backing.failed[i] && !vpf->vfs[i]->enabled) {
+            vpf_replace_vf(vpf, i, NULL, &error_abort);
+        }
+    }
 }
 
 /*
@@ -528,10 +621,19 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
     }
     if (ret) {
         if (vpf->backing.want_vfs) {
-            error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u "
-                          "VF(s) refused: ", id, vpf->backing.want_vfs);
+            unsigned failed = 0;
+
+            /* their drivers' resets complete on VFs that offer nothing */
+            for (uint16_t i = 0; i < vpf->backing.want_vfs; i++) {
+                if (!vpf->backends[i] && vpf->vfs[i]->enabled) {
+                    vpf_fail_vf(vpf, i);
+                    failed++;
+                }
+            }
+            error_prepend(&err, "virtual SR-IOV PF '%s': %u of the %u VF(s) "
+                          "enabled got no backend: ", id, failed,
+                          vpf->backing.want_vfs);
             vpf->backing.want_vfs = 0;
-            pcie_sriov_pf_vfs_ready(vpf->pf, false);
             if (vpf->backing.prepare_vfs) {
                 /* (the staging's own caller says it its way; none: this) */
                 vpf_staged(vpf, ret, vpf->backing.stage_done ?
@@ -554,10 +656,9 @@ static void vpf_claims_done(VsriovPF *vpf, int ret, Error *err)
         vpf_staged(vpf, 0, NULL);
     }
     if (vpf->backing.want_vfs && !vpf_missing(vpf, vpf->backing.want_vfs)) {
+        /* (each VF's driver went on when its VF was swapped) */
         trace_vsriov_vfs_backed(id, vpf->backing.want_vfs);
         vpf->backing.want_vfs = 0;
-        pcie_sriov_pf_vfs_ready(vpf->pf, true);
-        vpf_sync_enabled(vpf);
     }
     /* (a claim made for fewer VFs than are wanted now) */
     vpf_start_claim(vpf);
@@ -580,9 +681,11 @@ static void claim_free(VsriovClaim *c)
 }
 
 /*
- * Bind the backends of the claim that came to the disabled VFs that lack
- * one, first ones first, for RELEASE_SLICE_NS at most; when all are (or
- * one failed), what waits for them learns it.
+ * Bind the backends of the claim that came to the VFs that lack one, first
+ * ones first, for RELEASE_SLICE_NS at most: a disabled VF is replaced, an
+ * enabled one (its driver waiting) swapped; a failed one is left as its
+ * driver saw it.  When all are bound (or one failed), what waits for them
+ * learns it.
  */
 static void vpf_bind_timer(void *opaque)
 {
@@ -599,7 +702,8 @@ static void vpf_bind_timer(void *opaque)
         const char *name = c->names[c->k];
         NetClientState *nc;
 
-        if (vpf->backends[i] || vpf->vfs[i]->enabled) {
+        if (vpf->backends[i] ||
+            (vpf->backing.failed[i] && vpf->vfs[i]->enabled)) {
             continue;
         }
         if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= end) {
@@ -615,7 +719,8 @@ static void vpf_bind_timer(void *opaque)
             break;
         }
         vpf->backends[i] = nc;
-        if (!vpf_replace_vf(vpf, i, nc, &c->err)) {
+        if (!(vpf->vfs[i]->enabled ? vpf_swap_vf(vpf, i, nc, &c->err)
+                                   : vpf_replace_vf(vpf, i, nc, &c->err))) {
             vpf->backends[i] = NULL;
             pc->release(c->pool, name);
             c->ret = -EIO;
@@ -764,15 +869,15 @@ static bool vpf_claim_now(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
     return true;
 }
 
-int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
+bool vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
 {
     VsriovPoolClass *pc;
     const char *id;
     Error *err = NULL;
-    int ret = 0;
+    bool backed = false, ok = true;
 
     if (!vpf->pf || (!vpf->pool->lazy && !vpf_missing(vpf, num_vfs))) {
-        return 0;   /* its VFs have their backends from the start */
+        return true;    /* its VFs have their backends from the start */
     }
     pc = VSRIOV_POOL_GET_CLASS(vpf->pool);
     id = DEVICE(vpf->pf)->id;
@@ -783,16 +888,23 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
         vpf->backing.release_from = num_vfs;
         vpf_release_later(vpf, num_vfs);
     }
+    vpf_unfail(vpf, num_vfs);
     if (!vpf_missing(vpf, num_vfs)) {
         trace_vsriov_vfs_backed(id, num_vfs);
+        backed = true;
     } else if (pc->claim_async) {
+        /*
+         * The VFs are enabled now; those without backend hold their
+         * drivers' resets until it came (vpf_bind_timer()) or did not
+         * (vpf_claims_done()).
+         */
         vpf->backing.want_vfs = num_vfs;
         vpf_start_claim(vpf);
-        ret = 1;    /* vpf_claims_done() ends the wait */
     } else {
         vpf_flush_releases(vpf, num_vfs);
         if (vpf_claim_now(vpf, num_vfs, &err)) {
             trace_vsriov_vfs_backed(id, num_vfs);
+            backed = true;
         } else {
             error_prepend(&err, "virtual SR-IOV PF '%s': VF Enable with %u "
                           "VF(s) refused: ", id, num_vfs);
@@ -801,15 +913,15 @@ int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp)
             /* what it claimed goes back with it (a cheap, static pool) */
             vpf->backing.release_from = 0;
             vpf_release_pass(vpf, INT64_MAX);
-            ret = -1;
+            ok = false;
         }
     }
     memory_region_transaction_commit();
-    if (!ret) {
+    if (backed) {
         timer_del(vpf->backing.stage_timer);
     }
     vpf_note_backing(vpf);
-    return ret;
+    return ok;
 }
 
 /*
@@ -838,6 +950,9 @@ VsriovVFBacking vsriov_pf_vf_backing(VsriovPF *vpf, uint16_t i)
     uint16_t wanted = vpf_wanted(vpf);
 
     if (!vpf->backends[i]) {
+        if (vpf->backing.failed[i] && vpf->vfs[i]->enabled) {
+            return VSRIOV_VF_BACKING_FAILED;
+        }
         return vpf->backing.claim && i < wanted ? VSRIOV_VF_BACKING_CLAIMING
                                                 : VSRIOV_VF_BACKING_NONE;
     }
@@ -968,6 +1083,7 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     vpf->pf = pf;
     vpf->vfs = g_new0(PCIDevice *, n);
     vpf->backends = g_new0(NetClientState *, n);
+    vpf->backing.failed = g_new0(bool, n);
     vpf->num_vfs = n;
     path = object_get_canonical_path(OBJECT(pf));
     for (uint16_t i = 0; i < n; i++) {
@@ -1033,6 +1149,7 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
 
 fail:
     vpf_destroy_vfs(vpf);
+    g_clear_pointer(&vpf->backing.failed, g_free);
     vpf->pf = NULL;
     return false;
 }
@@ -1059,6 +1176,7 @@ void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
     vpf->backing.want_vfs = vpf->backing.prepare_vfs = 0;
     vpf->backing.stage_done = NULL;
     g_clear_pointer(&vpf->backing.noted, g_free);
+    g_clear_pointer(&vpf->backing.failed, g_free);
     if (vpf->reset_bh) {
         qemu_bh_delete(vpf->reset_bh);
         vpf->reset_bh = NULL;

@@ -316,6 +316,7 @@ typedef struct VsriovPFBacking {
     QEMUTimer *bind_timer;      /* binds the claimed backends to VFs */
     uint16_t release_from;      /* ... from this VF on (num_vfs: none) */
     bool claim_waits;           /* a claim waits for the pool's releases */
+    bool *failed;               /* per VF: enabled, its backend did not come */
     VsriovVFBacking *noted;     /* per VF: as last traced */
 } VsriovPFBacking;
 
@@ -377,7 +378,7 @@ void vsriov_pf_exit(VsriovPF *vpf, PCIDevice *pf);
 void vsriov_pf_config_write(VsriovPF *vpf, PCIDevice *pf, uint32_t addr,
                             uint32_t val, int len, PCIConfigWriteFunc *write);
 /* PCIDeviceClass.sriov_prepare_vfs and sriov_vfs_disabled (0008, 0011) */
-int vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
+bool vsriov_pf_prepare_vfs(VsriovPF *vpf, uint16_t num_vfs, Error **errp);
 void vsriov_pf_vfs_disabled(VsriovPF *vpf);
 /*
  * Backends staged for VFs 0..@num_vfs-1 ahead of VF Enable (a guest's

@@ -10,7 +10,8 @@ administration virtqueue (Admin: a split virtqueue of its own in guest
 memory, as tests/qtest/vsriov-admin-test.c has it), through which the VFs
 are configured.  Standard library only: it runs in Level 1.
 
-    python3 qtest_pci.py SOCK vfs N          NumVFs = N and VF Enable (0: clear)
+    python3 qtest_pci.py SOCK vfs N          NumVFs = N and VF Enable (0: clear), each
+                                             VF reset as its driver would
     python3 qtest_pci.py SOCK vlan VF VID    VF's VLAN (NET_MEMBER_CFG_SET)
     python3 qtest_pci.py SOCK mac VF MAC     VF's MAC (NET_MEMBER_CFG_SET)
 """
@@ -30,7 +31,8 @@ PCI_COMMAND, CMD_MEMORY_MASTER = 0x04, 0x6
 PCI_CAP_LIST, CAP_ID_VNDR = 0x34, 0x09
 PREF_BASE, PREF_LIMIT, PREF_BASE_HI, PREF_LIMIT_HI = 0x24, 0x26, 0x28, 0x2C
 BAR_BASE = 0xC0000000
-COMMON_CFG, NOTIFY_CFG = 1, 2
+COMMON_CFG, NOTIFY_CFG, PCI_CFG = 1, 2, 5
+S_NEEDS_RESET = 0x40
 C_DFSELECT, C_DF, C_GFSELECT, C_GF, C_STATUS = 0, 4, 8, 12, 20
 C_Q_SELECT, C_Q_SIZE, C_Q_ENABLE, C_Q_NOFF = 22, 24, 28, 30
 C_Q_DESC, C_Q_AVAIL, C_Q_USED, C_ADM_Q_IDX = 32, 40, 48, 60
@@ -61,6 +63,8 @@ class QtestPci:
                 time.sleep(0.02)  # QEMU creates the socket when it starts
         self.f = self.sock.makefile("rw")
         self.slot = root_slot
+        self.write_s = self.wait_worst_s = 0.0
+        self.vf_states = []
         self._init_ecam()
 
     def cmd(self, line):
@@ -117,33 +121,75 @@ class QtestPci:
         return cap
 
     def set_vfs(self, n, cap=None, timeout=60):
-        """NumVFs = n and VF Enable (n = 0: VF Enable cleared), then, as the
-        SR-IOV spec lets a device take time, until the VFs respond or VF
-        Enable clears again (refused).  Returns the seconds until then and
-        whether VF Enable took; self.write_s is how long the VF Enable
-        write itself took (its qtest round trip: what it held the vCPU),
-        self.wait_worst_s the longest round trip of a read while waiting
-        (the longest QEMU's main loop, and the BQL, was held meanwhile)."""
+        """NumVFs = n and VF Enable (n = 0: VF Enable cleared), then what a
+        driver does with each VF: reset it and wait until the reset
+        completes (a VF whose backend is on its way holds it), as Linux's
+        virtio_pci does.  Returns the seconds until all are done (or VF
+        Enable did not take) and whether VF Enable took; self.vf_states
+        says per VF "ready" (it offers VIRTIO_F_VERSION_1), "failed" (it
+        offers nothing: its backend did not come) or "absent";
+        self.write_s is how long the VF Enable write itself took (its
+        qtest round trip: what it held the vCPU), self.wait_worst_s the
+        longest round trip of a read while waiting (the longest QEMU's
+        main loop, and the BQL, was held meanwhile)."""
         cap = cap or self.sriov_cap()
         self.write(1, 0, cap + SRIOV_CTRL, 2, 0)
         self.write_s = self.wait_worst_s = 0.0
+        self.vf_states = []
         if not n:
             return 0.0, False
         self.write(1, 0, cap + SRIOV_NUM_VF, 2, n)
         t0 = time.perf_counter()
         self.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
         self.write_s = time.perf_counter() - t0
-        self.wait_worst_s = 0.0
+        if not self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE:
+            return time.perf_counter() - t0, False
+        for i in range(n):
+            self.vf_states.append(self.vf_reset(i, deadline=t0 + timeout))
+        return time.perf_counter() - t0, True
+
+    def virtio_cap(self, bus, devfn, cfg_type):
+        """Offset of the virtio PCI capability of @cfg_type, or 0."""
+        pos = self.read(bus, devfn, PCI_CAP_LIST, 1) & ~3
+        while pos:
+            if (self.read(bus, devfn, pos, 1) == CAP_ID_VNDR and
+                    self.read(bus, devfn, pos + 3, 1) == cfg_type):
+                return pos
+            pos = self.read(bus, devfn, pos + 1, 1) & ~3
+        return 0
+
+    def common(self, bus, devfn, off, size, val=None):
+        """Read (or write @val to) the common configuration through the
+        PCI configuration access capability: no BAR needs to be mapped."""
+        common = self.virtio_cap(bus, devfn, COMMON_CFG)
+        win = self.virtio_cap(bus, devfn, PCI_CFG)
+        self.write(bus, devfn, win + 4, 1, self.read(bus, devfn, common + 4, 1))
+        self.write(bus, devfn, win + 8, 4, self.read(bus, devfn, common + 8, 4) + off)
+        self.write(bus, devfn, win + 12, 4, size)
+        if val is None:
+            return self.read(bus, devfn, win + 16, size)
+        self.write(bus, devfn, win + 16, size, val)
+        return None
+
+    def vf_reset(self, i, deadline):
+        """VF @i reset as a driver resets it: device_status written 0, then
+        read until it reads 0.  Returns its state then (set_vfs())."""
+        if not self.vf_present(i):
+            return "absent"
+        self.common(1, i + 1, C_STATUS, 1, 0)
         while True:
             t1 = time.perf_counter()
-            enabled = bool(self.read(1, 0, cap + SRIOV_CTRL, 2) & VFE)
+            status = self.common(1, i + 1, C_STATUS, 1)
             self.wait_worst_s = max(self.wait_worst_s, time.perf_counter() - t1)
-            if not enabled or self.vf_present(n - 1):
-                return time.perf_counter() - t0, enabled
-            if time.perf_counter() - t0 > timeout:
-                raise QtestError(f"VF Enable with {n} VFs: neither ready nor refused "
-                                 f"after {timeout} s")
+            if not status:
+                break
+            if time.perf_counter() > deadline:
+                raise QtestError(f"VF {i}: its reset did not complete (status "
+                                 f"{status:#x})")
             time.sleep(0.002)
+        self.common(1, i + 1, C_DFSELECT, 4, F_VERSION_1 // 32)
+        offered = self.common(1, i + 1, C_DF, 4)
+        return "ready" if offered & (1 << (F_VERSION_1 % 32)) else "failed"
 
     def disable_timed(self, cap=None):
         cap = cap or self.sriov_cap()
@@ -368,7 +414,8 @@ def main(argv):
         n = int(argv[3])
         took, enabled = q.set_vfs(n)
         present = sum(q.vf_present(i) for i in range(max(n, 1)))
-        print(f"vfe={int(enabled)} present={present} ms={took * 1000:.2f} "
+        print(f"vfe={int(enabled)} present={present} "
+              f"ready={q.vf_states.count('ready')} ms={took * 1000:.2f} "
               f"write_ms={q.write_s * 1000:.2f}")
     elif what == "vlan":   # VF VID: NET_MEMBER_CFG_SET, prints the status
         vf, vid = int(argv[3]), int(argv[4])

@@ -142,22 +142,38 @@ elif cmd == "claim-b":
 
 
 # Runs in Level 1 while the daemon is stopped: the guest's VF Enable of one
-# VF, played through qtest, and what the PF shows (VF Enable, the VF
-# there, QEMU given up on the daemon) right after the write returned and
-# once VF Enable cleared.
+# VF, played through qtest, then its driver's reset of the VF, and what
+# the PF shows (VF Enable, the VF there, QEMU given up on the daemon, the
+# VF's device_status) right after the write returned and once the reset
+# completed.  With a third argument, the daemon's pid, and a fourth, N,
+# the daemon is resumed N seconds after the VF Enable write.
 QTEST_DAEMON_STOPPED = r"""
-import json, subprocess, sys, time
+import json, os, signal, subprocess, sys, threading, time
 sys.path.insert(0, "/src/tests")
-from harness.qtest_pci import QtestPci, SRIOV_CTRL, SRIOV_NUM_VF, VFE
+from harness.qtest_pci import QtestPci, SRIOV_CTRL, SRIOV_NUM_VF, VFE, C_STATUS
 sock, log = sys.argv[1], sys.argv[2]
 q = QtestPci(sock)
 cap = q.sriov_cap()
 
 
-def seen():
+def gave_up():
     with open(log) as f:
-        gave_up = "did not answer within" in f.read()
-    return [q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE, int(q.vf_present(0)), int(gave_up)]
+        return f.read().count("did not answer within")
+
+
+before = gave_up()  # (an earlier run's)
+
+
+def seen():
+    return [q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE, int(q.vf_present(0)),
+            int(gave_up() > before)]
+
+
+def backing():
+    vfs = json.loads(subprocess.run(["python3", "/src/tests/harness/qmp.py", "/tmp/ql.sock",
+                                     "query-vsriov"], capture_output=True, text=True,
+                                    check=True).stdout)["return"][0]["vfs"]
+    return [v["backing"] for v in vfs]
 
 
 q.write(1, 0, cap + SRIOV_CTRL, 2, 0)
@@ -166,17 +182,19 @@ t0 = time.perf_counter()
 q.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
 write_ms = (time.perf_counter() - t0) * 1000
 after_write = seen()
-# where the VFs' backends stand meanwhile (query-vsriov)
-vfs = json.loads(subprocess.run(["python3", "/src/tests/harness/qmp.py", "/tmp/ql.sock",
-                                 "query-vsriov"], capture_output=True, text=True,
-                                check=True).stdout)["return"][0]["vfs"]
-backing = [v["backing"] for v in vfs]
-deadline = time.monotonic() + 60
-while q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE and time.monotonic() < deadline:
-    time.sleep(0.05)
+# the driver resets the VF: the reset is held while its backend is on its way
+q.common(1, 1, C_STATUS, 1, 0)
+held = q.common(1, 1, C_STATUS, 1)
+waiting = backing()
+if len(sys.argv) > 4:
+    pid, after = int(sys.argv[3]), float(sys.argv[4])
+    threading.Timer(max(0.0, after - (time.perf_counter() - t0)),
+                    os.kill, (pid, signal.SIGCONT)).start()
+state = q.vf_reset(0, deadline=time.perf_counter() + 60)
 print(json.dumps({"write_ms": round(write_ms, 2), "after_write": after_write,
-                  "backing": backing,
-                  "cleared_after_s": round(time.perf_counter() - t0, 1), "end": seen()}))
+                  "held": held, "backing": waiting, "state": state,
+                  "done_after_s": round(time.perf_counter() - t0, 1), "end": seen(),
+                  "backing_end": backing()}))
 """
 
 
@@ -305,8 +323,10 @@ def lazy_daemon_pool(l1host, qemu):
     """The same pool with lazy=on: nothing is claimed until the guest sets VF
     Enable (played through qtest: tests/harness/qtest_pci.py); each enabled
     VF then holds a VF of the daemon, its vhost-vdpa device opened then, and
-    clearing VF Enable gives them back.  A VF Enable the daemon cannot back
-    does not take and takes nothing."""
+    clearing VF Enable gives them back.  VF Enable takes at once, the VFs
+    answer at once, and their driver's reset completes once the backends
+    came; VFs the daemon cannot back fail visibly to their driver (no
+    features) and hold nothing, VF Enable unchanged."""
     def query():
         q = json.loads(l1host.check("python3 /src/tests/harness/qmp.py /tmp/ql.sock query-vsriov",
                                     timeout=120))
@@ -316,7 +336,7 @@ def lazy_daemon_pool(l1host, qemu):
 
     def vfs(n):
         return l1host.check(f"python3 /src/tests/harness/qtest_pci.py /tmp/qt.sock vfs {n}",
-                            timeout=120).split()[:2]
+                            timeout=120).split()[:3]
 
     # vdpa_sim maps only shared, file-backed guest memory (use_va mode).
     l1host.check(f"setsid {qemu} -M q35 -nodefaults -display none -accel qtest "
@@ -330,7 +350,7 @@ def lazy_daemon_pool(l1host, qemu):
                  "> /scratch/qemu-lazy.log 2>&1 < /dev/null & echo $! > /tmp/qemu.pid")
     assert query() == [(None, "none", "disabled", "none")] * 5
     assert free(l1host, "a") == 4
-    assert vfs(3) == ["vfe=1", "present=3"]
+    assert vfs(3) == ["vfe=1", "present=3", "ready=3"]
     assert query() == [("p0.0", "vhost-vdpa", "enabled", "bound"),
                        ("p0.1", "vhost-vdpa", "enabled", "bound"),
                        ("p0.2", "vhost-vdpa", "enabled", "bound"),
@@ -342,14 +362,16 @@ def lazy_daemon_pool(l1host, qemu):
         == [f"/machine/peripheral/pf0/vf[{i}]" for i in range(3)], owners
     assert all(o.endswith("@pid-" + l1host.check("cat /tmp/qemu.pid").strip())
                for o in owners if o.startswith("/machine/")), owners
-    assert vfs(0) == ["vfe=0", "present=0"]
+    assert vfs(0) == ["vfe=0", "present=0", "ready=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     # A daemon that answers after QEMU's 5 s timeout (stopped meanwhile):
     # the VF Enable write returns before QEMU has its answer or gives up
-    # (QEMU claims in its main loop): VF Enable reads set while the VF does
-    # not respond, then clears when QEMU gives up.  The late answer, which
-    # claimed a VF, is known by its sequence number and that VF given
-    # back: the next VF Enable holds exactly its own VFs.
+    # (QEMU claims in its main loop): VF Enable takes and the VF answers
+    # config reads at once, as PCIe has it, while its driver's reset is
+    # held; when QEMU gives up, the reset completes on a VF that offers no
+    # features, and VF Enable stays set.  The late answer, which claimed a
+    # VF, is known by its sequence number and that VF given back: the next
+    # VF Enable holds exactly its own VFs.
     l1host.check(f"cat > /tmp/qt-stopped.py <<'EOF'\n{QTEST_DAEMON_STOPPED}EOF")
     l1host.check("kill -STOP $(cat /tmp/vpd.pid)")
     try:
@@ -357,33 +379,58 @@ def lazy_daemon_pool(l1host, qemu):
                                           "/scratch/qemu-lazy.log", timeout=120))
     finally:
         l1host.check("kill -CONT $(cat /tmp/vpd.pid)")
-    print(f"VF Enable write with the daemon stopped: {stopped['write_ms']} ms; refused after "
-          f"{stopped['cleared_after_s']} s")
+    print(f"VF Enable write with the daemon stopped: {stopped['write_ms']} ms; VF failed "
+          f"after {stopped['done_after_s']} s")
     # [VF Enable, VF present, QEMU gave up]
-    assert stopped["after_write"] == [1, 0, 0], stopped
-    # (the VF waits for its backend from the daemon)
+    assert stopped["after_write"] == [1, 1, 0], stopped
+    # (the VF waits for its backend from the daemon: its reset is held)
+    assert stopped["held"] == 0x40, stopped
     assert stopped["backing"] == ["claiming"] + ["none"] * 4, stopped
-    assert stopped["end"] == [0, 0, 1], stopped
+    assert stopped["state"] == "failed", stopped
+    assert stopped["end"] == [1, 1, 1], stopped
+    assert stopped["backing_end"] == ["failed"] + ["none"] * 4, stopped
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
-    assert vfs(2) == ["vfe=1", "present=2"]
+    # A daemon slowed to answer in 3 s, within QEMU's deadline: the VF is
+    # there at once, its driver's reset waits, and completes on the VF
+    # with its vhost-vdpa backend, whose features it then reads.
+    l1host.check("kill -STOP $(cat /tmp/vpd.pid)")
+    try:
+        slow = json.loads(l1host.check("python3 /tmp/qt-stopped.py /tmp/qt.sock "
+                                       "/scratch/qemu-lazy.log $(cat /tmp/vpd.pid) 3",
+                                       timeout=120))
+    finally:
+        l1host.check("kill -CONT $(cat /tmp/vpd.pid)")
+    print(f"VF Enable write with the daemon slowed to 3 s: {slow['write_ms']} ms; VF ready "
+          f"after {slow['done_after_s']} s")
+    assert slow["after_write"] == [1, 1, 0] and slow["held"] == 0x40, slow
+    assert slow["backing"] == ["claiming"] + ["none"] * 4, slow
+    assert slow["state"] == "ready" and slow["done_after_s"] >= 3, slow
+    assert slow["end"] == [1, 1, 0], slow
+    assert slow["backing_end"] == ["bound"] + ["none"] * 4, slow
+    assert query()[0][1:] == ("vhost-vdpa", "enabled", "bound")
+    assert vfs(0)[0] == "vfe=0"
+    l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
+    assert vfs(2) == ["vfe=1", "present=2", "ready=2"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 2", timeout=30)
     owners = l1host.check("python3 /tmp/vpd-client.py owners a").split()
     assert sorted(o.split("@")[0] for o in owners if o.startswith("/machine/")) == \
         ["/machine/peripheral/pf0/vf[0]", "/machine/peripheral/pf0/vf[1]"], owners
     log = l1host.check("cat /scratch/qemu-lazy.log")
-    assert "virtual SR-IOV PF 'pf0': VF Enable with 1 VF(s) refused: vsriov-daemon-pool 'p0': " \
-        "/run/vpd/api.sock did not answer within 5 s\n" in log, log
-    assert vfs(0) == ["vfe=0", "present=0"]
+    assert "virtual SR-IOV PF 'pf0': 1 of the 1 VF(s) enabled got no backend: " \
+        "vsriov-daemon-pool 'p0': /run/vpd/api.sock did not answer within 5 s\n" in log, log
+    assert vfs(0) == ["vfe=0", "present=0", "ready=0"]
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
-    # Five asked, four free in the daemon: VF Enable does not take, and the
-    # four it got go back.
-    assert vfs(5) == ["vfe=0", "present=0"]
+    # Five asked, four free in the daemon: the five VFs fail, VF Enable
+    # set, and the four backends that came go back.
+    assert vfs(5) == ["vfe=1", "present=5", "ready=0"]
+    assert [b for _, _, _, b in query()] == ["failed"] * 5
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     log = l1host.check("cat /scratch/qemu-lazy.log")
-    assert "virtual SR-IOV PF 'pf0': VF Enable with 5 VF(s) refused: vsriov-daemon-pool " \
-        "'p0': the daemon refused: pool 'a' has 0 free VF(s), 1 asked" in log, log
+    assert "virtual SR-IOV PF 'pf0': 5 of the 5 VF(s) enabled got no backend: " \
+        "vsriov-daemon-pool 'p0': the daemon refused: pool 'a' has 0 free VF(s), 1 asked" \
+        in log, log
     # Opened again, on other VFs or the same: they work.
-    assert vfs(4) == ["vfe=1", "present=4"]
+    assert vfs(4) == ["vfe=1", "present=4", "ready=4"]
     assert [b for _, b, _, _ in query()] == ["vhost-vdpa"] * 4 + ["none"]
     assert free(l1host, "a") == 0
     # QEMU killed with VFs enabled: the daemon takes them back.

@@ -21,10 +21,11 @@ test_daemon.py), so no VF passes traffic here (Level 1 does that).
 A second QEMU (-accel qtest, the guest's PCI writes played by
 harness/qtest_pci.py) shows the failures: a migration while the pool
 claims is refused naming it, a PF device_add'ed meanwhile has VFs
-"claiming" and its VF Enable waits for them; the daemon refusing the
-second CLAIM makes the pool "failed" with the daemon's sentence (event,
-query, QEMU's log), gives back the first CLAIM's VFs, and refuses the VF
-Enable (it clears)."""
+"claiming", and the VFs its VF Enable enables answer at once while their
+driver's reset waits for them; the daemon refusing the second CLAIM makes
+the pool "failed" with the daemon's sentence (event, query, QEMU's log),
+gives back the first CLAIM's VFs, and fails the enabled VFs (their resets
+complete on VFs that offer no features, VF Enable unchanged)."""
 import array
 import os
 import select
@@ -40,13 +41,14 @@ import pytest
 
 from harness import paths, vpd
 from harness.qmp import QMP, QMPError
-from harness.qtest_pci import SRIOV_CTRL, SRIOV_NUM_VF, VFE, QtestPci
+from harness.qtest_pci import C_STATUS, SRIOV_CTRL, SRIOV_NUM_VF, VFE, QtestPci
 
 pytestmark = pytest.mark.slow
 
 BIG = 64            # VFs of the pool added to the running guest
 PER_CLAIM = 16      # VFs per CLAIM (QEMU's VPD_MSG_FDS)
 REFUSAL = "fake daemon: pool 'big' is being drained"
+EAGAIN = 11       # the administration command's status
 PCI_CAP_LIST, PCI_CAP_ID_EXP = 0x34, 0x10
 PCI_EXP_SLTCTL, PCI_EXP_SLTCTL_PCC = 0x18, 0x0400   # power controller: off
 
@@ -375,7 +377,17 @@ def add_pf(vm, bus="rp0", pf="pf0", netdev="n0"):
     vm.q.write(0, port, pos + PCI_EXP_SLTCTL, 2, ctl & ~PCI_EXP_SLTCTL_PCC)
 
 
-def test_refused_claims_fail_visibly_and_a_waiting_vf_enable_is_refused(artifacts):
+def vf_states(qmp):
+    (pf,) = qmp.execute("query-vsriov")
+    return [vf["backing"] for vf in pf["vfs"]]
+
+
+def resets(q, n):
+    """Each of VFs 0..@n-1 reset as its driver would (qtest_pci.vf_reset)."""
+    return [q.vf_reset(i, deadline=time.perf_counter() + 60) for i in range(n)]
+
+
+def test_refused_claims_fail_visibly_and_the_waiting_vfs_fail(artifacts):
     dm = SlowDaemon(32, refuse=1)
     vm = QtestQemu(artifacts)
     try:
@@ -392,14 +404,18 @@ def test_refused_claims_fail_visibly_and_a_waiting_vf_enable_is_refused(artifact
             qmp.execute("migrate", {"uri": "exec:cat > /dev/null"})
         assert "vsriov-daemon-pool 'p0' is still claiming its VFs" in e.value.desc, e.value.desc
 
-        # A PF on it is realized at once, its VFs waiting for their backends,
-        # and the guest's VF Enable waits for them too (VF Enable reads set,
-        # the VFs do not answer yet).
+        # A PF on it is realized at once, its VFs waiting for their backends;
+        # the guest's VF Enable takes and the VFs answer, as PCIe has it,
+        # while their driver's reset waits for the backends.
         add_pf(vm)
-        (pf,) = qmp.execute("query-vsriov")
-        assert [vf["backing"] for vf in pf["vfs"]] == ["claiming", "claiming"], pf
+        assert vf_states(qmp) == ["claiming", "claiming"]
         vm.vf_enable(2)
-        assert vm.vf_enable_set() and not q.vf_present(0)
+        assert vm.vf_enable_set() and q.vf_present(0) and q.vf_present(1)
+        q.common(1, 1, C_STATUS, 1, 0)
+        assert q.common(1, 1, C_STATUS, 1) == 0x40     # DEVICE_NEEDS_RESET: held
+        # The PF's driver cannot configure such a VF yet: EAGAIN, nothing kept.
+        admin = q.admin()
+        assert admin.set_vlan(0, 100)[2] == EAGAIN
         assert ("claim-answered", 0) not in dm.snapshot()
 
         # The first CLAIM comes, the second is refused.
@@ -418,16 +434,18 @@ def test_refused_claims_fail_visibly_and_a_waiting_vf_enable_is_refused(artifact
         wait_true("QEMU closed the first CLAIM's descriptors",
                   lambda: fds_into(vm.proc.pid, dm.vf_dir) == 0)
 
-        # The waiting VF Enable is refused: it clears, QEMU says why.
-        wait_true("VF Enable cleared", lambda: not vm.vf_enable_set())
-        assert not q.vf_present(0)
+        # The waiting VFs fail: their resets complete on VFs that offer no
+        # features, VF Enable stays set, QEMU says why.
+        assert resets(q, 2) == ["failed", "failed"]
+        assert vm.vf_enable_set() and q.vf_present(0)
+        assert vf_states(qmp) == ["failed", "failed"]
+        assert admin.set_vlan(0, 100)[2] == EAGAIN
         (pf,) = qmp.execute("query-vsriov")
-        assert [vf["backing"] for vf in pf["vfs"]] == ["none", "none"], pf
-        assert f"VF Enable with 2 VF(s) refused: vsriov-daemon-pool 'p0': the daemon " \
-               f"refused: {REFUSAL}" in vm.log(), vm.log()
-        # ... and so is the next one.
-        vm.vf_enable(2)
-        wait_true("the next VF Enable refused", lambda: not vm.vf_enable_set())
+        assert pf["vfs"][0].get("vlan", 0) == 0, pf
+        assert f"2 of the 2 VF(s) enabled got no backend: vsriov-daemon-pool 'p0': the " \
+               f"daemon refused: {REFUSAL}" in vm.log(), vm.log()
+        # ... and so do the next ones.
+        assert q.set_vfs(2)[1] and q.vf_states == ["failed", "failed"]
         # A PF that comes now hears why the pool has none.
         with pytest.raises(QMPError) as e:
             add_pf(vm, "rp1", "pf1", "n1")
@@ -438,10 +456,10 @@ def test_refused_claims_fail_visibly_and_a_waiting_vf_enable_is_refused(artifact
         dm.close()
 
 
-def test_vf_enable_on_a_claiming_pool_waits_for_its_claims(artifacts):
-    """The claims come: the waiting VF Enable goes on with the pool's
-    descriptors only then (here it is refused there, since the fake VFs
-    are no vhost-vdpa devices: what a real one would have bound)."""
+def test_vfs_enabled_on_a_claiming_pool_wait_for_its_claims(artifacts):
+    """The claims come: the VFs enabled meanwhile get the pool's
+    descriptors only then (here they fail there, since the fake VFs are no
+    vhost-vdpa devices: what a real one would have bound)."""
     dm = SlowDaemon(2)
     vm = QtestQemu(artifacts)
     try:
@@ -449,16 +467,20 @@ def test_vf_enable_on_a_claiming_pool_waits_for_its_claims(artifacts):
         dm.wait_for(("claim-received", 0))
         add_pf(vm)
         vm.vf_enable(2)
-        assert vm.vf_enable_set() and not vm.q.vf_present(0)
+        assert vm.vf_enable_set() and vm.q.vf_present(0)
+        vm.q.common(1, 1, C_STATUS, 1, 0)
+        assert vm.q.common(1, 1, C_STATUS, 1) == 0x40  # held
         assert "vhost-vDPA" not in vm.log()
         dm.gate(0)
         ev = vm.qmp.wait_event("VSRIOV_POOL_STATE_CHANGED", timeout=60)
         assert ev["data"] == {"id": "p0", "state": "ready"}, ev
-        wait_true("VF Enable cleared", lambda: not vm.vf_enable_set())
+        assert resets(vm.q, 2) == ["failed", "failed"]
+        assert vm.vf_enable_set()
         log = vm.log()
         assert "Fail to query features from vhost-vDPA device" in log, log
-        assert "VF Enable with 2 VF(s) refused" in log, log
+        assert "2 of the 2 VF(s) enabled got no backend" in log, log
         vm.quit()
     finally:
         vm.close()
         dm.close()
+
