@@ -44,7 +44,8 @@
 struct VsriovDaemonClient {
     Object *owner;          /* referenced while completions run */
     char *id;               /* the owner's, for messages */
-    char *socket;
+    char *socket;           /* its path, or "fd 'NAME'", for messages */
+    bool fixed;             /* passed as a file descriptor: no reconnect */
     const VsriovDaemonClientOps *ops;
     void *opaque;
     QIOChannelSocket *sioc; /* connection to the daemon, or NULL */
@@ -428,10 +429,64 @@ static void deadline_cb(void *opaque)
     conn_expire(opaque);
 }
 
+/* The connection to the daemon is @fd (taken, also on failure). */
+static bool client_take_fd(VsriovDaemonClient *c, int fd, Error **errp)
+{
+    c->sioc = qio_channel_socket_new_fd(fd, errp);
+    if (!c->sioc) {
+        close(fd);
+        return false;
+    }
+    qio_channel_set_name(QIO_CHANNEL(c->sioc), "vsriov-daemon-pool");
+    /* (only connect_sync and accept set it; ensure_connected() peeks) */
+    qio_channel_set_feature(QIO_CHANNEL(c->sioc),
+                            QIO_CHANNEL_FEATURE_READ_MSG_PEEK);
+    conn_update_handlers(c);
+    return true;
+}
+
+bool vsriov_daemon_client_adopt(VsriovDaemonClient *c, int fd, Error **errp)
+{
+    struct sockaddr_storage peer;
+    socklen_t dlen = sizeof(int), tlen = sizeof(int), len;
+    int domain = -1, type = -1;
+
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) < 0 ||
+        domain != AF_UNIX || type != SOCK_STREAM) {
+        error_setg(errp, "vsriov-daemon-pool '%s': %s is not a Unix stream "
+                   "socket", c->id, c->socket);
+        close(fd);
+        return false;
+    }
+    len = sizeof(peer);
+    if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0) {
+        error_setg_errno(errp, errno, "vsriov-daemon-pool '%s': %s is not "
+                         "connected to vdpa-pool-daemon", c->id, c->socket);
+        close(fd);
+        return false;
+    }
+    if (!qemu_set_blocking(fd, false, errp)) {
+        close(fd);
+        return false;
+    }
+    c->fixed = true;
+    return client_take_fd(c, fd, errp);
+}
+
 bool vsriov_daemon_client_connect(VsriovDaemonClient *c, Error **errp)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
     int fd;
+
+    if (c->fixed) {
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon closed the "
+                   "connection passed as %s, and QEMU cannot make it again",
+                   c->id, c->socket);
+        error_append_hint(errp, "Give the pool a path to connect to, or "
+                          "add a new pool.\n");
+        return false;
+    }
 
     strcpy(addr.sun_path, c->socket);  /* its length was checked */
     fd = qemu_socket(AF_UNIX, SOCK_STREAM, 0);
@@ -452,17 +507,7 @@ bool vsriov_daemon_client_connect(VsriovDaemonClient *c, Error **errp)
         close(fd);
         return false;
     }
-    c->sioc = qio_channel_socket_new_fd(fd, errp);
-    if (!c->sioc) {
-        close(fd);
-        return false;
-    }
-    qio_channel_set_name(QIO_CHANNEL(c->sioc), "vsriov-daemon-pool");
-    /* (only connect_sync and accept set it; ensure_connected() peeks) */
-    qio_channel_set_feature(QIO_CHANNEL(c->sioc),
-                            QIO_CHANNEL_FEATURE_READ_MSG_PEEK);
-    conn_update_handlers(c);
-    return true;
+    return client_take_fd(c, fd, errp);
 }
 
 /*

@@ -56,7 +56,14 @@ VsriovDaemonClient *vsriov_daemon_client_new(Object *owner, const char *id,
                                              void *opaque);
 /* Closes the connection; what is in flight fails, its completions run. */
 void vsriov_daemon_client_free(VsriovDaemonClient *c);
+/* Connect to the daemon at the path @socket. */
 bool vsriov_daemon_client_connect(VsriovDaemonClient *c, Error **errp);
+/*
+ * Take @fd, a Unix stream socket connected to the daemon, as the
+ * connection (@fd is taken, also on failure); once the daemon closes it
+ * no other is made.
+ */
+bool vsriov_daemon_client_adopt(VsriovDaemonClient *c, int fd, Error **errp);
 /* Every request in flight fails (@why); the next one connects again. */
 void vsriov_daemon_client_close(VsriovDaemonClient *c, const char *why);
 unsigned vsriov_daemon_client_pending(VsriovDaemonClient *c);

@@ -41,7 +41,9 @@
 #include "qapi/qapi-commands-net.h"
 #include "qapi/qapi-events-vsriov.h"
 #include "qapi/qapi-types-net.h"
+#include "qapi/qapi-visit-qom.h"
 #include "qapi/visitor.h"
+#include "qemu/sockets.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
@@ -79,7 +81,7 @@ struct VsriovDaemonPool {
     VsriovPool parent_obj;
 
     /* properties */
-    char *socket;
+    VsriovDaemonSocket *socket;
     char *pool;
     uint32_t count;
     bool handover;          /* ask for the connection's hand-over token */
@@ -1338,12 +1340,50 @@ static void creation_start(VsriovDaemonPool *dp)
     creation_send(dp);
 }
 
+/*
+ * Connect to the daemon: at the socket's path, or through the connection
+ * passed as a file descriptor (which cannot be made again).
+ */
+static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
+{
+    VsriovDaemonSocket *sock = dp->socket;
+    SocketAddress *addr = sock->type == QTYPE_QSTRING ? NULL
+                                                      : &sock->u.address;
+    const char *path = addr ? NULL : sock->u.path;
+    struct sockaddr_un sun;
+    g_autofree char *label = NULL;
+    int fd;
+
+    if (addr && addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        path = addr->u.q_unix.path;
+    } else if (addr && addr->type != SOCKET_ADDRESS_TYPE_FD) {
+        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's socket is a "
+                   "Unix socket (a path, or a file descriptor connected to "
+                   "it), not %s", dp->id, SocketAddressType_str(addr->type));
+        return false;
+    }
+    if (path) {
+        if (strlen(path) >= sizeof(sun.sun_path)) {
+            error_setg(errp, "vsriov-daemon-pool '%s': socket path too long",
+                       dp->id);
+            return false;
+        }
+        dp->client = vsriov_daemon_client_new(OBJECT(dp), dp->id, path,
+                                              &client_ops, dp);
+        return vsriov_daemon_client_connect(dp->client, errp);
+    }
+    label = g_strdup_printf("fd '%s'", addr->u.fd.str);
+    dp->client = vsriov_daemon_client_new(OBJECT(dp), dp->id, label,
+                                          &client_ops, dp);
+    fd = socket_connect(addr, errp);    /* (takes the monitor's fd) */
+    return fd >= 0 && vsriov_daemon_client_adopt(dp->client, fd, errp);
+}
+
 static void daemon_pool_complete(UserCreatable *uc, Error **errp)
 {
     VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(uc);
     VsriovPool *pool = VSRIOV_POOL(uc);
     const char *id = object_get_canonical_path_component(OBJECT(uc));
-    struct sockaddr_un addr;
     struct vpd_builder *m;
     Error *err = NULL;
 
@@ -1363,13 +1403,7 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
                    id, VPD_MAX_COUNT);
         return;
     }
-    if (strlen(dp->socket) >= sizeof(addr.sun_path)) {
-        error_setg(errp, "vsriov-daemon-pool '%s': socket path too long", id);
-        return;
-    }
-    dp->client = vsriov_daemon_client_new(OBJECT(dp), id, dp->socket,
-                                          &client_ops, dp);
-    if (!vsriov_daemon_client_connect(dp->client, errp)) {
+    if (!daemon_connect(dp, errp)) {
         return;
     }
 
@@ -1492,20 +1526,35 @@ static void daemon_pool_instance_finalize(Object *obj)
     g_free(dp->vhost_fds);
     g_free(dp->handles);
     g_free(dp->vfs);
-    g_free(dp->socket);
+    qapi_free_VsriovDaemonSocket(dp->socket);
     g_free(dp->pool);
     g_free(dp->id);
 }
 
-static char *get_socket(Object *obj, Error **errp)
+static void get_socket(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
 {
-    return g_strdup(VSRIOV_DAEMON_POOL(obj)->socket);
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
+    char *none = (char *)"";
+
+    if (!dp->socket) {
+        visit_type_str(v, name, &none, errp);
+        return;
+    }
+    visit_type_VsriovDaemonSocket(v, name, &dp->socket, errp);
 }
 
-static void set_socket(Object *obj, const char *v, Error **errp)
+static void set_socket(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
 {
-    g_free(VSRIOV_DAEMON_POOL(obj)->socket);
-    VSRIOV_DAEMON_POOL(obj)->socket = g_strdup(v);
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
+    VsriovDaemonSocket *sock = NULL;
+
+    if (!visit_type_VsriovDaemonSocket(v, name, &sock, errp)) {
+        return;
+    }
+    qapi_free_VsriovDaemonSocket(dp->socket);
+    dp->socket = sock;
 }
 
 static char *get_pool(Object *obj, Error **errp)
@@ -1577,9 +1626,11 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->flow_del = daemon_flow_del;
     pc->flow_stats = daemon_flow_stats;
 
-    object_class_property_add_str(oc, "socket", get_socket, set_socket);
+    object_class_property_add(oc, "socket", "VsriovDaemonSocket",
+                              get_socket, set_socket, NULL, NULL);
     object_class_property_set_description(oc, "socket",
-        "path of vdpa-pool-daemon's API socket");
+        "vdpa-pool-daemon's API socket: its path, or a SocketAddress "
+        "(unix, or fd: a connection passed with getfd or add-fd)");
     object_class_property_add_str(oc, "pool", get_pool, set_pool);
     object_class_property_set_description(oc, "pool",
         "name of the daemon's pool to claim VFs from");

@@ -5,6 +5,7 @@ QEMU connects to a socket the harness listens on (`-chardev socket,...` in
 client mode), so there is no race between QEMU creating a socket and the
 harness connecting to it.
 """
+import array
 import json
 import socket
 import time
@@ -48,18 +49,24 @@ class QMP:
             raise ConnectionError(f"[{self.where}] not a QMP greeting: {greeting}")
         self.execute("qmp_capabilities", timeout=timeout)
 
-    def execute(self, cmd, args=None, timeout=60):
+    def execute(self, cmd, args=None, timeout=60, fds=()):
         """Run a command; returns its 'return' value or raises QMPError."""
-        self.send(cmd, args)
+        self.send(cmd, args, fds)
         return self.answer(cmd, timeout)
 
-    def send(self, cmd, args=None):
+    def send(self, cmd, args=None, fds=()):
         """Send a command without waiting: answer() reads its answer (while
-        the test does something else meanwhile)."""
+        the test does something else meanwhile).  @fds go with it
+        (SCM_RIGHTS), as getfd and add-fd take them."""
         msg = {"execute": cmd}
         if args:
             msg["arguments"] = args
-        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+        data = json.dumps(msg).encode() + b"\n"
+        if fds:
+            sent = self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                               array.array("i", fds))])
+            data = data[sent:]
+        self.sock.sendall(data)
 
     def answer(self, cmd, timeout=60):
         """The answer to the command send() sent last (events are kept)."""

@@ -79,6 +79,7 @@ class SlowDaemon:
         self.claims = 0
         self.next_vf = 0
         self.conn = None
+        self.accepts = 0
         self.stop = threading.Event()
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(self.path)
@@ -123,6 +124,10 @@ class SlowDaemon:
         except OSError:
             return True
 
+    def drop(self):
+        """Close the connection being served, as a daemon that restarts."""
+        self.conn.shutdown(socket.SHUT_RDWR)
+
     def close(self):
         self.stop.set()
         self.srv.close()
@@ -140,6 +145,7 @@ class SlowDaemon:
             except OSError:
                 return
             self.conn = conn
+            self.accepts += 1
             self._serve(conn)
 
     def _recv(self, conn, n):
@@ -484,3 +490,76 @@ def test_vfs_enabled_on_a_claiming_pool_wait_for_its_claims(artifacts):
         vm.close()
         dm.close()
 
+
+def test_pool_on_a_connection_passed_as_a_file_descriptor(artifacts):
+    """socket.type=fd: a management application connects to the daemon and
+    passes the connection (getfd); the pool claims over it and QEMU never
+    connects to the daemon's socket itself.  A file descriptor that is not
+    a Unix stream socket connected to the daemon is refused when the
+    object is created, and so is a socket that is not a Unix one.  Once
+    the daemon closes the connection, the pool's next request fails,
+    saying that QEMU cannot make it again."""
+    dm = SlowDaemon(2)
+    vm = QtestQemu(artifacts)
+    try:
+        qmp = vm.qmp
+
+        def add(sock, pid="p1", **more):
+            qmp.execute("object-add", {"qom-type": "vsriov-daemon-pool", "id": pid,
+                                       "socket": sock, "pool": "big", "count": 2, **more})
+
+        def refused(sock, fd=None):
+            if fd is not None:
+                qmp.execute("getfd", {"fdname": "bad"}, fds=[fd])
+            with pytest.raises(QMPError) as e:
+                add(sock)
+            return e.value.desc
+
+        r, w = os.pipe()
+        try:
+            assert refused({"type": "fd", "str": "bad"}, r) == \
+                "File descriptor 'bad' is not a socket"
+        finally:
+            os.close(r)
+            os.close(w)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as d:
+            assert refused({"type": "fd", "str": "bad"}, d.fileno()) == \
+                "vsriov-daemon-pool 'p1': fd 'bad' is not a Unix stream socket"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lone:
+            assert refused({"type": "fd", "str": "bad"}, lone.fileno()).startswith(
+                "vsriov-daemon-pool 'p1': fd 'bad' is not connected to vdpa-pool-daemon: ")
+        assert refused({"type": "inet", "host": "127.0.0.1", "port": "1"}) == \
+            "vsriov-daemon-pool 'p1': the daemon's socket is a Unix socket (a path, " \
+            "or a file descriptor connected to it), not inet"
+        assert qmp.execute("query-vsriov-pools") == []
+        assert dm.accepts == 0
+
+        # The application's connection, passed: the pool claims over it.
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+            c.connect(dm.path)
+            qmp.execute("getfd", {"fdname": "vpd"}, fds=[c.fileno()])
+        wait_true("the daemon accepted the application's connection", lambda: dm.accepts == 1)
+        add({"type": "fd", "str": "vpd"}, pid="p0", lazy=True)
+        assert qmp.execute("qom-get", {"path": "/objects/p0", "property": "socket"}) == \
+            {"type": "fd", "str": "vpd"}
+        add_pf(vm)
+        vm.vf_enable(1)
+        dm.wait_for(("claim-received", 0))
+        dm.gate(0)
+        dm.wait_for(("claim-answered", 0))
+        # (the fake VF is no vhost-vdpa device: the VF fails, its backend goes back)
+        assert resets(vm.q, 1) == ["failed"]
+        assert dm.accepts == 1
+
+        # The daemon closes it (a restart): the next claim fails, and QEMU
+        # does not connect to the daemon's socket.
+        dm.drop()
+        dm.wait_for(("closed",))
+        assert vm.q.set_vfs(1)[1] and vm.q.vf_states == ["failed"]
+        assert "the daemon closed the connection passed as fd 'vpd', and QEMU " \
+               "cannot make it again" in vm.log(), vm.log()
+        assert dm.accepts == 1
+        vm.quit()
+    finally:
+        vm.close()
+        dm.close()
