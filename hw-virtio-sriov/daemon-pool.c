@@ -41,9 +41,8 @@
 #include "qapi/qapi-commands-net.h"
 #include "qapi/qapi-events-vsriov.h"
 #include "qapi/qapi-types-net.h"
-#include "qapi/qapi-visit-qom.h"
 #include "qapi/visitor.h"
-#include "qemu/sockets.h"
+#include "monitor/monitor.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
@@ -81,7 +80,8 @@ struct VsriovDaemonPool {
     VsriovPool parent_obj;
 
     /* properties */
-    VsriovDaemonSocket *socket;
+    char *socket;
+    char *fd;               /* or a connection passed as a descriptor */
     char *pool;
     uint32_t count;
     bool handover;          /* ask for the connection's hand-over token */
@@ -1346,36 +1346,25 @@ static void creation_start(VsriovDaemonPool *dp)
  */
 static bool daemon_connect(VsriovDaemonPool *dp, Error **errp)
 {
-    VsriovDaemonSocket *sock = dp->socket;
-    SocketAddress *addr = sock->type == QTYPE_QSTRING ? NULL
-                                                      : &sock->u.address;
-    const char *path = addr ? NULL : sock->u.path;
     struct sockaddr_un sun;
     g_autofree char *label = NULL;
     int fd;
 
-    if (addr && addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
-        path = addr->u.q_unix.path;
-    } else if (addr && addr->type != SOCKET_ADDRESS_TYPE_FD) {
-        error_setg(errp, "vsriov-daemon-pool '%s': the daemon's socket is a "
-                   "Unix socket (a path, or a file descriptor connected to "
-                   "it), not %s", dp->id, SocketAddressType_str(addr->type));
-        return false;
-    }
-    if (path) {
-        if (strlen(path) >= sizeof(sun.sun_path)) {
+    if (dp->socket) {
+        if (strlen(dp->socket) >= sizeof(sun.sun_path)) {
             error_setg(errp, "vsriov-daemon-pool '%s': socket path too long",
                        dp->id);
             return false;
         }
-        dp->client = vsriov_daemon_client_new(OBJECT(dp), dp->id, path,
+        dp->client = vsriov_daemon_client_new(OBJECT(dp), dp->id, dp->socket,
                                               &client_ops, dp);
         return vsriov_daemon_client_connect(dp->client, errp);
     }
-    label = g_strdup_printf("fd '%s'", addr->u.fd.str);
+    label = g_strdup_printf("fd '%s'", dp->fd);
     dp->client = vsriov_daemon_client_new(OBJECT(dp), dp->id, label,
                                           &client_ops, dp);
-    fd = socket_connect(addr, errp);    /* (takes the monitor's fd) */
+    /* (the monitor's descriptor is ours now; a number: inherited) */
+    fd = monitor_fd_param(monitor_cur(), dp->fd, errp);
     return fd >= 0 && vsriov_daemon_client_adopt(dp->client, fd, errp);
 }
 
@@ -1393,9 +1382,14 @@ static void daemon_pool_complete(UserCreatable *uc, Error **errp)
                    "the daemon, not from 'netdevs'", id);
         return;
     }
-    if (!dp->socket || !dp->pool || !dp->count) {
-        error_setg(errp, "vsriov-daemon-pool '%s' needs socket, pool and "
-                   "count", id);
+    if (!(dp->socket || dp->fd) || !dp->pool || !dp->count) {
+        error_setg(errp, "vsriov-daemon-pool '%s' needs socket (or fd), "
+                   "pool and count", id);
+        return;
+    }
+    if (dp->socket && dp->fd) {
+        error_setg(errp, "vsriov-daemon-pool '%s' takes socket or fd, not "
+                   "both", id);
         return;
     }
     if (dp->count > VPD_MAX_COUNT) {
@@ -1526,35 +1520,32 @@ static void daemon_pool_instance_finalize(Object *obj)
     g_free(dp->vhost_fds);
     g_free(dp->handles);
     g_free(dp->vfs);
-    qapi_free_VsriovDaemonSocket(dp->socket);
+    g_free(dp->socket);
+    g_free(dp->fd);
     g_free(dp->pool);
     g_free(dp->id);
 }
 
-static void get_socket(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
+static char *get_socket(Object *obj, Error **errp)
 {
-    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
-    char *none = (char *)"";
-
-    if (!dp->socket) {
-        visit_type_str(v, name, &none, errp);
-        return;
-    }
-    visit_type_VsriovDaemonSocket(v, name, &dp->socket, errp);
+    return g_strdup(VSRIOV_DAEMON_POOL(obj)->socket);
 }
 
-static void set_socket(Object *obj, Visitor *v, const char *name,
-                       void *opaque, Error **errp)
+static void set_socket(Object *obj, const char *v, Error **errp)
 {
-    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(obj);
-    VsriovDaemonSocket *sock = NULL;
+    g_free(VSRIOV_DAEMON_POOL(obj)->socket);
+    VSRIOV_DAEMON_POOL(obj)->socket = g_strdup(v);
+}
 
-    if (!visit_type_VsriovDaemonSocket(v, name, &sock, errp)) {
-        return;
-    }
-    qapi_free_VsriovDaemonSocket(dp->socket);
-    dp->socket = sock;
+static char *get_fd(Object *obj, Error **errp)
+{
+    return g_strdup(VSRIOV_DAEMON_POOL(obj)->fd);
+}
+
+static void set_fd(Object *obj, const char *v, Error **errp)
+{
+    g_free(VSRIOV_DAEMON_POOL(obj)->fd);
+    VSRIOV_DAEMON_POOL(obj)->fd = g_strdup(v);
 }
 
 static char *get_pool(Object *obj, Error **errp)
@@ -1626,11 +1617,13 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->flow_del = daemon_flow_del;
     pc->flow_stats = daemon_flow_stats;
 
-    object_class_property_add(oc, "socket", "VsriovDaemonSocket",
-                              get_socket, set_socket, NULL, NULL);
+    object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",
-        "vdpa-pool-daemon's API socket: its path, or a SocketAddress "
-        "(unix, or fd: a connection passed with getfd or add-fd)");
+        "path of vdpa-pool-daemon's API socket");
+    object_class_property_add_str(oc, "fd", get_fd, set_fd);
+    object_class_property_set_description(oc, "fd",
+        "instead of socket: a connection to the daemon passed as a file "
+        "descriptor (its monitor name, or number)");
     object_class_property_add_str(oc, "pool", get_pool, set_pool);
     object_class_property_set_description(oc, "pool",
         "name of the daemon's pool to claim VFs from");

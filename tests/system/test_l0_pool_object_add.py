@@ -492,45 +492,46 @@ def test_vfs_enabled_on_a_claiming_pool_wait_for_its_claims(artifacts):
 
 
 def test_pool_on_a_connection_passed_as_a_file_descriptor(artifacts):
-    """socket.type=fd: a management application connects to the daemon and
-    passes the connection (getfd); the pool claims over it and QEMU never
-    connects to the daemon's socket itself.  A file descriptor that is not
-    a Unix stream socket connected to the daemon is refused when the
-    object is created, and so is a socket that is not a Unix one.  Once
-    the daemon closes the connection, the pool's next request fails,
-    saying that QEMU cannot make it again."""
+    """fd=NAME: a management application connects to the daemon and passes
+    the connection (getfd); the pool claims over it and QEMU never
+    connects to the daemon's socket itself.  A descriptor that is not a
+    Unix stream socket connected to the daemon, both socket and fd, or
+    neither, are refused when the object is created.  Once the daemon
+    closes the connection, the pool's next request fails, saying that
+    QEMU cannot make it again."""
     dm = SlowDaemon(2)
     vm = QtestQemu(artifacts)
     try:
         qmp = vm.qmp
 
-        def add(sock, pid="p1", **more):
+        def add(pid="p1", **props):
             qmp.execute("object-add", {"qom-type": "vsriov-daemon-pool", "id": pid,
-                                       "socket": sock, "pool": "big", "count": 2, **more})
+                                       "pool": "big", "count": 2, **props})
 
-        def refused(sock, fd=None):
-            if fd is not None:
-                qmp.execute("getfd", {"fdname": "bad"}, fds=[fd])
+        def refused(passed=None, **props):
+            if passed is not None:
+                qmp.execute("getfd", {"fdname": "bad"}, fds=[passed])
             with pytest.raises(QMPError) as e:
-                add(sock)
+                add(**props)
             return e.value.desc
 
         r, w = os.pipe()
         try:
-            assert refused({"type": "fd", "str": "bad"}, r) == \
-                "File descriptor 'bad' is not a socket"
+            assert refused(r, fd="bad") == \
+                "vsriov-daemon-pool 'p1': fd 'bad' is not a Unix stream socket"
         finally:
             os.close(r)
             os.close(w)
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as d:
-            assert refused({"type": "fd", "str": "bad"}, d.fileno()) == \
+            assert refused(d.fileno(), fd="bad") == \
                 "vsriov-daemon-pool 'p1': fd 'bad' is not a Unix stream socket"
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lone:
-            assert refused({"type": "fd", "str": "bad"}, lone.fileno()).startswith(
+            assert refused(lone.fileno(), fd="bad").startswith(
                 "vsriov-daemon-pool 'p1': fd 'bad' is not connected to vdpa-pool-daemon: ")
-        assert refused({"type": "inet", "host": "127.0.0.1", "port": "1"}) == \
-            "vsriov-daemon-pool 'p1': the daemon's socket is a Unix socket (a path, " \
-            "or a file descriptor connected to it), not inet"
+        assert refused(fd="nosuch").startswith("File descriptor named 'nosuch' not found")
+        assert refused(fd="x", socket=dm.path) == \
+            "vsriov-daemon-pool 'p1' takes socket or fd, not both"
+        assert refused() == "vsriov-daemon-pool 'p1' needs socket (or fd), pool and count"
         assert qmp.execute("query-vsriov-pools") == []
         assert dm.accepts == 0
 
@@ -539,9 +540,7 @@ def test_pool_on_a_connection_passed_as_a_file_descriptor(artifacts):
             c.connect(dm.path)
             qmp.execute("getfd", {"fdname": "vpd"}, fds=[c.fileno()])
         wait_true("the daemon accepted the application's connection", lambda: dm.accepts == 1)
-        add({"type": "fd", "str": "vpd"}, pid="p0", lazy=True)
-        assert qmp.execute("qom-get", {"path": "/objects/p0", "property": "socket"}) == \
-            {"type": "fd", "str": "vpd"}
+        add(pid="p0", fd="vpd", lazy=True)
         add_pf(vm)
         vm.vf_enable(1)
         dm.wait_for(("claim-received", 0))
