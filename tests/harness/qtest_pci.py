@@ -65,6 +65,7 @@ class QtestPci:
         self.slot = root_slot
         self.write_s = self.wait_worst_s = 0.0
         self.vf_states = []
+        self._caps = {}
         self._init_ecam()
 
     def cmd(self, line):
@@ -158,17 +159,29 @@ class QtestPci:
             pos = self.read(bus, devfn, pos + 1, 1) & ~3
         return 0
 
+    def _window(self, bus, devfn, off, size):
+        """The PCI configuration access window of the device set to @size
+        bytes at @off of its common configuration; returns the offset of
+        its data.  (The capabilities' places are the same for every VF.)"""
+        key = (bus, devfn)
+        if key not in self._caps:
+            common = self.virtio_cap(bus, devfn, COMMON_CFG)
+            self._caps[key] = (self.virtio_cap(bus, devfn, PCI_CFG),
+                               self.read(bus, devfn, common + 4, 1),
+                               self.read(bus, devfn, common + 8, 4))
+        win, bar, base = self._caps[key]
+        self.write(bus, devfn, win + 4, 1, bar)
+        self.write(bus, devfn, win + 8, 4, base + off)
+        self.write(bus, devfn, win + 12, 4, size)
+        return win + 16
+
     def common(self, bus, devfn, off, size, val=None):
         """Read (or write @val to) the common configuration through the
         PCI configuration access capability: no BAR needs to be mapped."""
-        common = self.virtio_cap(bus, devfn, COMMON_CFG)
-        win = self.virtio_cap(bus, devfn, PCI_CFG)
-        self.write(bus, devfn, win + 4, 1, self.read(bus, devfn, common + 4, 1))
-        self.write(bus, devfn, win + 8, 4, self.read(bus, devfn, common + 8, 4) + off)
-        self.write(bus, devfn, win + 12, 4, size)
+        data = self._window(bus, devfn, off, size)
         if val is None:
-            return self.read(bus, devfn, win + 16, size)
-        self.write(bus, devfn, win + 16, size, val)
+            return self.read(bus, devfn, data, size)
+        self.write(bus, devfn, data, size, val)
         return None
 
     def vf_reset(self, i, deadline):
@@ -178,8 +191,9 @@ class QtestPci:
             return "absent"
         self.common(1, i + 1, C_STATUS, 1, 0)
         while True:
+            data = self._window(1, i + 1, C_STATUS, 1)
             t1 = time.perf_counter()
-            status = self.common(1, i + 1, C_STATUS, 1)
+            status = self.read(1, i + 1, data, 1)
             self.wait_worst_s = max(self.wait_worst_s, time.perf_counter() - t1)
             if not status:
                 break
