@@ -522,6 +522,61 @@ def test_stuck_daemon_at_vf_enable(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
 
 
+def test_unpatched_pf_driver_gets_vfs_of_a_slowed_daemon(system):
+    """What an unpatched guest kernel does at `echo 2 > sriov_numvfs`: VF
+    Enable with no SRIOV_MEMBERS_PREPARE first (pci-pf-stub bound to the
+    PF: Linux's generic pci_sriov_configure_simple(), as stock virtio_pci
+    does), the VFs' config space read 100 ms later, virtio_net probed on
+    each, whose virtio_pci resets the VF and waits until the reset
+    completes.  With the daemon slowed to answer in 3 s (stopped, resumed
+    3 s later), the VFs are found (QEMU enables them in PCIe time), their
+    resets complete once their backends came, no probe fails, and each
+    VF's frames reach its own port on the switch (OVS counts them; the
+    pool's VLAN policy, which an unconfigured VF does not meet, drops them
+    there).  The PF's own driver is bound again afterwards."""
+    s = system
+    l1, l2 = s.l1, s.l2
+    no_vfs(s)
+    dev = f"/sys/bus/pci/devices/{s.pf}"
+    l2.check(f"echo pci-pf-stub > {dev}/driver_override && echo {s.pf} > {dev}/driver/unbind "
+             f"&& echo {s.pf} > /sys/bus/pci/drivers/pci-pf-stub/bind && dmesg -c > /dev/null")
+    try:
+        l1.check("kill -STOP $(cat /tmp/vpd.pid) && "
+                 "(sleep 3; kill -CONT $(cat /tmp/vpd.pid)) > /dev/null 2>&1 &")
+        # (the guest's busybox date has whole seconds only)
+        out = l2.check(f"s=$(date +%s); echo 2 > {dev}/sriov_numvfs; "
+                       "echo rc=$? took=$(( $(date +%s) - s ))", timeout=180)
+        print(f"echo 2 > sriov_numvfs with the daemon slowed to 3 s: {out.strip()}")
+        assert "rc=0" in out, out
+        # The probes waited for the backends (QEMU held the VFs' resets).
+        assert int(re.search(r"took=(\d+)", out).group(1)) >= 2, out
+        vfs = {vf: l2.check(f"ls {dev}/virtfn{vf}/virtio*/net/").strip() for vf in (0, 1)}
+        dmesg = l2.check("dmesg")
+        assert not re.search(r"probe .* failed|VERSION_1|refuses features", dmesg), dmesg
+        assert [v["backing"] for v in l2.qmp("query-vsriov")[0]["vfs"]][:2] == \
+            ["bound", "bound"]
+        for vf, name in vfs.items():
+            mac = l2.check(f"cat /sys/class/net/{name}/address").strip()
+            port = l1.check("ovs-vsctl --bare --columns=name find Interface "
+                            f"'external_ids:attached-mac=\"{mac}\"'").strip()
+            assert port.startswith("vpd-"), (mac, port)
+            before = port_stats(l1, port)["rx_pkts"]
+            # three ARP requests for an address nobody has
+            l2.run(f"ip link set {name} up && ip addr add 10.61.{vf}.1/24 dev {name} && "
+                   f"ping -c 3 -W 1 -I {name} 10.61.{vf}.99", timeout=60)
+            deadline = time.monotonic() + 30
+            while port_stats(l1, port)["rx_pkts"] < before + 3:
+                assert time.monotonic() < deadline, f"VF {vf}'s frames did not reach {port}"
+                time.sleep(0.2)
+    finally:
+        l1.check("kill -CONT $(cat /tmp/vpd.pid)")
+        l2.check(f"echo 0 > {dev}/sriov_numvfs; echo {s.pf} > /sys/bus/pci/drivers/pci-pf-stub/unbind; "
+                 f"echo > {dev}/driver_override; echo {s.pf} > /sys/bus/pci/drivers/virtio-pci/bind")
+        l2.wait_until(f"ls {dev}/virtio*/net/ 2>/dev/null | grep -q .", timeout=120)
+        s.pf_dev = l2.check(f"ls {dev}/virtio*/net/").strip()
+    l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
+
+
 def test_vm_on_vduse_ports_migrates_with_its_pods(system):
     """Live migration of this VM, whose PF and VFs are vhost-vdpa devices on
     OVS-DPDK's VDUSE ports, to a destination QEMU in the same emulated host
