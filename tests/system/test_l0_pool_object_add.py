@@ -28,6 +28,7 @@ gives back the first CLAIM's VFs, and fails the enabled VFs (their resets
 complete on VFs that offer no features, VF Enable unchanged)."""
 import array
 import os
+import random
 import select
 import shutil
 import socket
@@ -214,7 +215,8 @@ class SlowDaemon:
             h = self.next_vf
             self.next_vf += 1
             vfs.append(("VF", [("HANDLE", h + 1), ("VF_INDEX", h)]))
-            fds.append(os.open(self.vf_files[h], os.O_RDONLY))
+            # (a VF given back may come again: the files are reused)
+            fds.append(os.open(self.vf_files[h % len(self.vf_files)], os.O_RDONLY))
         data = vpd.encode(vpd.REPLY, seq, vfs)
         try:
             sent = conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
@@ -528,7 +530,7 @@ def test_pool_on_a_connection_passed_as_a_file_descriptor(artifacts):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as lone:
             assert refused(lone.fileno(), fd="bad").startswith(
                 "vsriov-daemon-pool 'p1': fd 'bad' is not connected to vdpa-pool-daemon: ")
-        assert refused(fd="nosuch").startswith("File descriptor named 'nosuch' not found")
+        assert refused(fd="nosuch") == "File descriptor named 'nosuch' has not been found"
         assert refused(fd="x", socket=dm.path) == \
             "vsriov-daemon-pool 'p1' takes socket or fd, not both"
         assert refused() == "vsriov-daemon-pool 'p1' needs socket (or fd), pool and count"
@@ -558,6 +560,52 @@ def test_pool_on_a_connection_passed_as_a_file_descriptor(artifacts):
         assert "the daemon closed the connection passed as fd 'vpd', and QEMU " \
                "cannot make it again" in vm.log(), vm.log()
         assert dm.accepts == 1
+        vm.quit()
+    finally:
+        vm.close()
+        dm.close()
+
+
+def test_vf_enable_churn_on_a_lazy_daemon_pool(artifacts):
+    """A guest flipping VF Enable of a lazy daemon pool as fast as it can,
+    resetting its VFs and reading them while their claims come and go
+    (the daemon answers at once; its fake VFs are no vhost-vdpa devices,
+    so every VF that gets one fails, which swaps it): QEMU survives and
+    answers, VF Enable reads what the guest wrote last, and once it is
+    clear every VF the daemon handed out goes back."""
+    dm = SlowDaemon(4)
+    for i in range(100000):
+        dm.gate(i)
+    vm = QtestQemu(artifacts)
+    try:
+        q = vm.q
+        vm.qmp.execute("object-add", {**daemon_pool(dm, 4), "lazy": True})
+        add_pf(vm)
+        cap = q.sriov_cap()
+        rng = random.Random(36)
+        for _ in range(300):
+            what = rng.random()
+            if what < 0.5:
+                n = rng.randint(0, 2)
+                q.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+                if n:
+                    q.write(1, 0, cap + SRIOV_NUM_VF, 2, n)
+                    q.write(1, 0, cap + SRIOV_CTRL, 2, VFE)
+            elif what < 0.8 and q.vf_present(0):
+                q.common(1, 1, C_STATUS, 1, 0)
+                q.common(1, 1, C_STATUS, 1)
+            else:
+                time.sleep(rng.random() / 100)
+        assert vm.qmp.execute("query-status")["status"] == "running"
+        assert q.set_vfs(2)[1] and len(q.vf_states) == 2
+        assert q.read(1, 0, cap + SRIOV_CTRL, 2) & VFE
+        q.write(1, 0, cap + SRIOV_CTRL, 2, 0)
+        assert not q.vf_present(0)
+        print(f"{dm.claims} claims in the churn")
+        assert dm.claims > 10, dm.claims
+        # (backends that came for a VF Enable since cleared stay 10 s)
+        wait_true("QEMU gave back every VF", lambda: fds_into(vm.proc.pid, dm.vf_dir) == 0,
+                  timeout=60)
         vm.quit()
     finally:
         vm.close()
