@@ -479,6 +479,19 @@ void vsriov_vf_config_post_load(VsriovPF *vpf)
     }
 }
 
+/*
+ * Enabled VF @i, enabled without a backend, got one: its configuration is
+ * the defaults of its provider, whose VF has them as it is handed out.
+ * Nothing the guest set goes: a VF without backend takes no configuration
+ * (vsriov_vf_config_change()).
+ */
+void vsriov_vf_config_backed(VsriovPF *vpf, uint16_t i)
+{
+    vpf->cfg.gen[i]++;
+    vpf->cfg.unsure[i] = false;
+    config_defaults(vpf, i, &vpf->cfg.vf[i]);
+}
+
 /* Back to the defaults, as when the VF was first enabled. */
 void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i)
 {

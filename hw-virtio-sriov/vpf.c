@@ -347,6 +347,10 @@ static bool vpf_swap_vf(VsriovPF *vpf, uint16_t i, NetClientState *backend,
     ok = vpf_replace_vf(vpf, i, backend, errp);
     pci_set_enabled(vpf->vfs[i], true);
     vpf_replay_config(vpf->vfs[i], cfg);
+    if (ok) {
+        /* (its defaults were those of a VF without backend until now) */
+        vsriov_vf_config_backed(vpf, i);
+    }
     trace_vsriov_vf_swapped(DEVICE(vpf->pf)->id, i, ok);
     return ok;
 }

@@ -430,6 +430,7 @@ void vsriov_vf_config_init(VsriovPF *vpf);
 void vsriov_vf_config_exit(VsriovPF *vpf);
 /* Back to the defaults, as when VF @i was first enabled. */
 void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i);
+void vsriov_vf_config_backed(VsriovPF *vpf, uint16_t i);
 /* After an incoming migration: the provider gets every VF's again. */
 void vsriov_vf_config_post_load(VsriovPF *vpf);
 /*

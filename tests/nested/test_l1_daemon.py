@@ -408,6 +408,11 @@ def lazy_daemon_pool(l1host, qemu):
     assert slow["end"] == [1, 1, 0], slow
     assert slow["backing_end"] == ["bound"] + ["none"] * 4, slow
     assert query()[0][1:] == ("vhost-vdpa", "enabled", "bound")
+    # Its configuration is the daemon's defaults for the VF it got (pool a
+    # checks spoofing), not those of the VF without backend it was.
+    vf0 = json.loads(l1host.check("python3 /src/tests/harness/qmp.py /tmp/ql.sock "
+                                  "query-vsriov", timeout=120))["return"][0]["vfs"][0]
+    assert vf0["config"]["spoof-check"] is True, vf0
     assert vfs(0)[0] == "vfe=0"
     l1host.wait_until("test $(python3 /tmp/vpd-client.py free a) = 4", timeout=30)
     assert vfs(2) == ["vfe=1", "present=2", "ready=2"]
