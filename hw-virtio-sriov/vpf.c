@@ -373,6 +373,12 @@ static void vpf_fail_vf(VsriovPF *vpf, uint16_t i)
     vpf->backing.failed[i] = true;
 }
 
+/* Whether VF @i is enabled and failed (a disabled one starts over). */
+static bool vpf_vf_failed(VsriovPF *vpf, uint16_t i)
+{
+    return vpf->backing.failed[i] && vpf->vfs[i]->enabled;
+}
+
 /* Failed VFs 0..@num_vfs-1 (disabled) start over, as VFs that wait. */
 static void vpf_unfail(VsriovPF *vpf, uint16_t num_vfs)
 {
@@ -706,8 +712,7 @@ static void vpf_bind_timer(void *opaque)
         const char *name = c->names[c->k];
         NetClientState *nc;
 
-        if (vpf->backends[i] ||
-            (vpf->backing.failed[i] && vpf->vfs[i]->enabled)) {
+        if (vpf->backends[i] || vpf_vf_failed(vpf, i)) {
             continue;
         }
         if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= end) {
@@ -954,7 +959,7 @@ VsriovVFBacking vsriov_pf_vf_backing(VsriovPF *vpf, uint16_t i)
     uint16_t wanted = vpf_wanted(vpf);
 
     if (!vpf->backends[i]) {
-        if (vpf->backing.failed[i] && vpf->vfs[i]->enabled) {
+        if (vpf_vf_failed(vpf, i)) {
             return VSRIOV_VF_BACKING_FAILED;
         }
         return vpf->backing.claim && i < wanted ? VSRIOV_VF_BACKING_CLAIMING
