@@ -140,6 +140,7 @@ def loopback_counts(guest, dev, ip):
     return tx, rx
 
 
+@pytest.mark.long
 def test_l2_guest_on_vhost_vdpa_and_vpf(l1host):
     """A Level 2 guest whose NIC is a vhost-vdpa device on vdpa_sim_net, and
     whose virtual PF takes its VFs from a pool of two more vhost-vdpa

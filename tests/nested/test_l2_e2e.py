@@ -183,6 +183,7 @@ RateStream = collections.namedtuple(
     "RateStream", "sent arrived into_switch policed passed blocked")
 
 
+@pytest.mark.long
 def test_max_tx_rate_caps_a_stream(pods):
     """max_tx_rate as the switch enforces it: OVS-DPDK's ingress policer on
     the VF's port.  Under nested TCG one vCPU of the VM both sends and
@@ -437,6 +438,7 @@ def test_stuck_daemon_times_out_then_catches_up(pods):
     assert tags[0] == "160" and tags[-2:] == ["160", "165"], rows
 
 
+@pytest.mark.long
 def test_two_tenants_vms_are_isolated(pods):
     """A second VM, of tenant-b (VLANs 200-299), on the same switch: its pod
     reaches none of tenant-a's pods (its frames reach the switch and none
@@ -717,6 +719,7 @@ def k8s_session(pod):
     return block
 
 
+@pytest.mark.long
 def test_released_plugins_pods_are_enforced_by_the_switch(system, plugins):
     """The released SR-IOV device plugin and SR-IOV CNI (with our series)
     in the VM, with the daemon and OVS-DPDK under it: sriovdp lists the
