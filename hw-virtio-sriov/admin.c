@@ -6,15 +6,18 @@
  * virtqueue (VIRTIO_F_ADMIN_VQ), which QEMU emulates itself whatever the
  * PF's backend is: the queue never reaches a vhost backend.  Besides
  * VIRTIO's LIST_QUERY/LIST_USE and its device capability commands, it
- * takes the commands proposed in docs/virtio-spec/ for a VF's net
- * configuration (MAC, VLAN, link state, spoof check, trust, tx rates),
- * its counters, and the preparation of VFs before VF Enable
+ * takes what docs/virtio-spec/ proposes: a VF's net configuration (MAC,
+ * VLAN, link state, spoof check, highest tx rate) and its counters as a
+ * member configuration object that each VF has, read and changed with
+ * VIRTIO's RESOURCE_OBJ_QUERY and _MODIFY of the SR-IOV group type; the
+ * preparation of VFs before VF Enable; and (with an eswitch) the
+ * switchdev and flow filter objects of the self group
  * (docs/vf-config-channel.md).
  *
  * Commands run in the order queued, one at a time: those that only read or
- * record what QEMU holds (the list and capability commands,
- * NET_MEMBER_CFG_GET) in the notification, when they are at the head of
- * the queue, the others in the main loop (admin_handle()).  A
+ * record what QEMU holds (the list and capability commands, a QUERY of a
+ * member's configuration) in the notification, when they are at the head
+ * of the queue, the others in the main loop (admin_handle()).  A
  * command the pool's provider has to apply (a host daemon's) completes
  * when the provider answers, which the provider does by its own deadline
  * (VsriovPoolClass.configure); until then the queue waits and no vCPU
@@ -80,11 +83,13 @@ struct VsriovAdmin {
     QEMUBH *bh;                 /* runs the queue, in the main loop */
     VirtQueueElement *cur;      /* the command waiting for the provider */
     uint16_t cur_opcode;
+    uint64_t cur_flags;         /* (a resource object command's flags) */
     uint32_t cur_gen;           /* gen when cur went to a flow provider */
     uint32_t gen;               /* bumped when the queue is reset */
     uint64_t used[GROUPS];      /* per group type: what LIST_USE enabled */
     /* the net member capability as the driver set it (DRIVER_CAP_SET) */
     struct vsriov_net_member_cfg_cap driver_cap;
+    bool member_cap_set;        /* ... since the reset: objects usable */
     uint32_t esw_limit, rep_limit;  /* ... and the eswitch's */
     VMChangeStateEntry *vm_state;
     /* testing (x-sriov-admin-delay, x-sriov-admin-hold): answers held */
@@ -113,9 +118,8 @@ static const uint64_t supported[GROUPS] = {
     [VIRTIO_ADMIN_GROUP_TYPE_SELF] = LIST_CMDS | CAP_CMDS,
     [VIRTIO_ADMIN_GROUP_TYPE_SRIOV] =
         LIST_CMDS | CAP_CMDS |
-        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
-        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
-        1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
+        1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_MODIFY |
+        1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY |
         1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE,
 };
 
@@ -214,7 +218,7 @@ static void admin_complete(VsriovAdmin *a, VirtQueueElement *elem,
                       DEVICE(a->vpf->pf)->id, in);
     }
     trace_vsriov_admin_done(DEVICE(a->vpf->pf)->id, a->cur_opcode,
-                            s.status, s.qualifier);
+                            a->cur_flags, s.status, s.qualifier);
     virtqueue_push(a->vq, elem, done);
     virtio_notify(a->vdev, a->vq);
     g_free(elem);
@@ -229,15 +233,12 @@ static void member_cfg_get(VsriovPF *vpf, uint16_t i,
     memcpy(r->mac, vsriov_vf_net(vpf->vfs[i])->mac, sizeof(r->mac));
     r->vlan_id = cpu_to_le16(c->vlan);
     r->vlan_proto = cpu_to_le16(c->vlan ? c->vlan_proto : ETH_P_8021Q);
-    r->vlan_qos = c->qos;
     r->link_state = c->link_state == VSRIOV_VF_LINK_ENABLE ?
                     VSRIOV_ADMIN_LINK_UP :
                     c->link_state == VSRIOV_VF_LINK_DISABLE ?
                     VSRIOV_ADMIN_LINK_DOWN : VSRIOV_ADMIN_LINK_AUTO;
     r->flags = (c->spoofchk ? VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK : 0) |
-               (c->trust ? VSRIOV_ADMIN_MEMBER_F_TRUSTED : 0) |
                (c->mac_set ? VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET : 0);
-    r->min_tx_rate = cpu_to_le32(c->min_tx_rate);
     r->max_tx_rate = cpu_to_le32(c->max_tx_rate);
 }
 
@@ -255,54 +256,47 @@ static void member_cfg_cap(VsriovPF *vpf, struct vsriov_net_member_cfg_cap *r)
 }
 
 /*
- * The configuration a SET asks for: @c is VF @i's with the fields @set
- * names changed.  -EINVAL for a field or a value outside the capability
- * the driver set, or one a VF cannot have.
+ * The configuration a MODIFY asks for: @c is VF @i's with the @fields of
+ * @r changed.  -EINVAL for a field or a value outside the capability the
+ * driver set, or one a VF cannot have.
  */
-static int member_cfg_set(VsriovAdmin *a, uint16_t i,
-                          const struct vsriov_admin_net_member_cfg_set *set,
+static int member_cfg_set(VsriovAdmin *a, uint16_t i, uint64_t fields,
+                          const struct vsriov_admin_net_member_cfg *r,
                           VsriovVFConfig *c)
 {
-    static const uint8_t zero[6];
+    static const uint8_t zero[8];
     VsriovPF *vpf = a->vpf;
     const struct vsriov_net_member_cfg_cap *cap = &a->driver_cap;
-    uint64_t fields = le64_to_cpu(set->fields);
-    const struct vsriov_admin_net_member_cfg *r = &set->cfg;
     uint16_t vlan = le16_to_cpu(r->vlan_id);
     uint16_t proto = le16_to_cpu(r->vlan_proto);
 
     *c = vpf->cfg.vf[i];
-    if (fields & ~le64_to_cpu(cap->supported_fields)) {
+    if ((fields & ~le64_to_cpu(cap->supported_fields)) ||
+        memcmp(r->reserved, zero, sizeof(r->reserved))) {
         return -EINVAL;
     }
     if (fields & VSRIOV_ADMIN_FIELD_VLAN) {
         uint16_t protos = le16_to_cpu(cap->vlan_protos);
 
         if (!vlan) {
-            /* no VLAN: its protocol is moot, its priority must be 0 */
-            proto = ETH_P_8021Q;
-            if (r->vlan_qos) {
-                return -EINVAL;
-            }
+            proto = ETH_P_8021Q;    /* no VLAN: its protocol is moot */
         } else if (!((proto == ETH_P_8021Q && (protos & 1)) ||
                      (proto == ETH_P_8021AD && (protos & 2)))) {
             return -EINVAL;
         }
     }
     if ((fields & VSRIOV_ADMIN_FIELD_TX_RATE) &&
-        (le32_to_cpu(r->min_tx_rate) > le32_to_cpu(cap->max_tx_rate) ||
-         le32_to_cpu(r->max_tx_rate) > le32_to_cpu(cap->max_tx_rate))) {
+        le32_to_cpu(r->max_tx_rate) > le32_to_cpu(cap->max_tx_rate)) {
         return -EINVAL;
     }
     if (fields & VSRIOV_ADMIN_FIELD_MAC) {
         /* all zero: back to the VF's default MAC */
-        c->mac_set = memcmp(r->mac, zero, sizeof(zero)) != 0;
+        c->mac_set = memcmp(r->mac, zero, sizeof(r->mac)) != 0;
         memcpy(c->mac, c->mac_set ? r->mac : zero, sizeof(c->mac));
     }
     if (fields & VSRIOV_ADMIN_FIELD_VLAN) {
         c->vlan = vlan;
         c->vlan_proto = proto;
-        c->qos = r->vlan_qos;
     }
     if (fields & VSRIOV_ADMIN_FIELD_LINK_STATE) {
         switch (r->link_state) {
@@ -322,48 +316,33 @@ static int member_cfg_set(VsriovAdmin *a, uint16_t i,
     if (fields & VSRIOV_ADMIN_FIELD_SPOOF_CHECK) {
         c->spoofchk = !!(r->flags & VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK);
     }
-    if (fields & VSRIOV_ADMIN_FIELD_TRUSTED) {
-        c->trust = !!(r->flags & VSRIOV_ADMIN_MEMBER_F_TRUSTED);
-    }
     if (fields & VSRIOV_ADMIN_FIELD_TX_RATE) {
-        c->min_tx_rate = le32_to_cpu(r->min_tx_rate);
         c->max_tx_rate = le32_to_cpu(r->max_tx_rate);
     }
     return vsriov_vf_config_check(vpf, c);
 }
 
-/*
- * The member's counters as the net device's RX_BASIC/TX_BASIC replies;
- * the other types asked for are left out.
- */
-static size_t member_stats(VsriovPF *vpf, uint16_t i, uint64_t types,
-                           uint8_t *out)
+/* The member's counters as the net device's RX_BASIC and TX_BASIC replies */
+static size_t member_stats(VsriovPF *vpf, uint16_t i, uint8_t *out)
 {
     struct virtio_net_stats_rx_basic rx = {};
     struct virtio_net_stats_tx_basic tx = {};
     VsriovVFStats s = {};
-    size_t len = 0;
 
     vsriov_vf_stats(vpf, i, &s);
-    if (types & VIRTIO_NET_STATS_TYPE_RX_BASIC) {
-        rx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC;
-        rx.hdr.size = cpu_to_le16(sizeof(rx));
-        rx.rx_packets = cpu_to_le64(s.rx_packets);
-        rx.rx_bytes = cpu_to_le64(s.rx_bytes);
-        rx.rx_drops = cpu_to_le64(s.rx_dropped);
-        memcpy(out + len, &rx, sizeof(rx));
-        len += sizeof(rx);
-    }
-    if (types & VIRTIO_NET_STATS_TYPE_TX_BASIC) {
-        tx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC;
-        tx.hdr.size = cpu_to_le16(sizeof(tx));
-        tx.tx_packets = cpu_to_le64(s.tx_packets);
-        tx.tx_bytes = cpu_to_le64(s.tx_bytes);
-        tx.tx_drops = cpu_to_le64(s.tx_dropped);
-        memcpy(out + len, &tx, sizeof(tx));
-        len += sizeof(tx);
-    }
-    return len;
+    rx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC;
+    rx.hdr.size = cpu_to_le16(sizeof(rx));
+    rx.rx_packets = cpu_to_le64(s.rx_packets);
+    rx.rx_bytes = cpu_to_le64(s.rx_bytes);
+    rx.rx_drops = cpu_to_le64(s.rx_dropped);
+    tx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC;
+    tx.hdr.size = cpu_to_le16(sizeof(tx));
+    tx.tx_packets = cpu_to_le64(s.tx_packets);
+    tx.tx_bytes = cpu_to_le64(s.tx_bytes);
+    tx.tx_drops = cpu_to_le64(s.tx_dropped);
+    memcpy(out, &rx, sizeof(rx));
+    memcpy(out + sizeof(rx), &tx, sizeof(tx));
+    return sizeof(rx) + sizeof(tx);
 }
 
 /* The provider answered the command at the head of the queue. */
@@ -544,6 +523,62 @@ static bool admin_resource_obj(VsriovAdmin *a, uint16_t opcode,
 }
 
 /*
+ * RESOURCE_OBJ_QUERY and _MODIFY of the SR-IOV group: VF @vf's member
+ * configuration object (@data is the common header, then the flags and,
+ * for MODIFY, the configuration).  True if it waits for the pool's
+ * provider (admin_set_done()), else its status in @s and a QUERY's
+ * result in @result (@rlen bytes).
+ */
+static bool admin_member_obj(VsriovAdmin *a, uint16_t opcode, uint16_t vf,
+                             const uint8_t *data, AdminStatus *s,
+                             uint8_t *result, size_t *rlen)
+{
+    uint64_t flags = ldq_le_p(data + 8);
+    VsriovVFConfig c;
+    int ret;
+
+    if (lduw_le_p(data) != VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG ||
+        lduw_le_p(data + 2)) {
+        *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        return false;
+    }
+    if (ldl_le_p(data + 4)) {
+        /* each VF has one, id 0 */
+        *s = st(VSRIOV_ADMIN_STATUS_ENXIO, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        return false;
+    }
+    if (!a->member_cap_set) {
+        /* the driver sets the capability before it uses the objects */
+        *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+        return false;
+    }
+    if (opcode == VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY) {
+        if (flags & ~VSRIOV_ADMIN_MEMBER_QUERY_F_STATS) {
+            *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+            return false;
+        }
+        member_cfg_get(a->vpf, vf, (void *)result);
+        *rlen = sizeof(struct vsriov_admin_net_member_cfg);
+        if (flags & VSRIOV_ADMIN_MEMBER_QUERY_F_STATS) {
+            *rlen += member_stats(a->vpf, vf, result + *rlen);
+        }
+        *s = st_ok;
+        return false;
+    }
+    if (member_cfg_set(a, vf, flags, (const void *)(data + 16), &c)) {
+        *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
+        return false;
+    }
+    ret = vsriov_vf_config_change(a->vpf, vf, &c, admin_set_done,
+                                  (void *)(uintptr_t)a->gen);
+    if (ret > 0) {
+        return true;    /* admin_set_done() */
+    }
+    *s = status_of(ret);
+    return false;
+}
+
+/*
  * Whether the driver may send @opcode for @group now: LIST_QUERY and
  * LIST_USE always; the others once LIST_USE enabled them for the group.
  * A driver that sends the self group's capability commands having
@@ -582,7 +617,6 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
     size_t rlen = 0;
     uint16_t opcode, group, enabled;
     uint64_t member;
-    VsriovVFConfig c;
     AdminStatus s = st_ok;
     int ret;
 
@@ -593,7 +627,10 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
     group = le16_to_cpu(hdr.group_type);
     member = le64_to_cpu(hdr.group_member_id);
     a->cur_opcode = opcode;
-    trace_vsriov_admin_cmd(DEVICE(vpf->pf)->id, opcode, member);
+    a->cur_flags = opcode >= VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE &&
+                   opcode <= VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY ?
+                   ldq_le_p(data + 8) : 0;
+    trace_vsriov_admin_cmd(DEVICE(vpf->pf)->id, opcode, a->cur_flags, member);
 
     if (group >= GROUPS) {
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_GROUP);
@@ -671,11 +708,16 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
         } else {
             a->driver_cap = *drv;
+            a->member_cap_set = true;
         }
         goto out;
     }
-    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE:
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY:
+        if (group == VIRTIO_ADMIN_GROUP_TYPE_SRIOV) {
+            break;  /* a member's configuration object, below */
+        }
+        /* fall through */
+    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE:
     case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY:
         if (member) {
             s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
@@ -717,27 +759,9 @@ static bool admin_run_one(VsriovAdmin *a, VirtQueueElement *elem)
         s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_MEMBER);
         goto out;
     }
-    switch (opcode) {
-    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET:
-        member_cfg_get(vpf, member - 1, (void *)result);
-        rlen = sizeof(struct vsriov_admin_net_member_cfg);
-        break;
-    case VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET: {
-        rlen = member_stats(vpf, member - 1, ldq_le_p(data), result);
-        break;
-    }
-    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET:
-        if (member_cfg_set(a, member - 1, (void *)data, &c)) {
-            s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
-            break;
-        }
-        ret = vsriov_vf_config_change(vpf, member - 1, &c, admin_set_done,
-                                      (void *)(uintptr_t)a->gen);
-        if (ret > 0) {
-            return true;    /* admin_set_done() */
-        }
-        s = status_of(ret);
-        break;
+    /* (RESOURCE_OBJ_QUERY or _MODIFY: the SR-IOV group has no other) */
+    if (admin_member_obj(a, opcode, member - 1, data, &s, result, &rlen)) {
+        return true;    /* admin_set_done() */
     }
 out:
     admin_complete(a, elem, s, result, rlen);
@@ -794,6 +818,8 @@ static bool admin_quick(VirtQueueElement *elem)
 {
     struct virtio_admin_cmd_hdr hdr = {};
 
+    uint64_t flags = 0;
+
     iov_to_buf(elem->out_sg, elem->out_num, 0, &hdr, sizeof(hdr));
     switch (le16_to_cpu(hdr.opcode)) {
     case VIRTIO_ADMIN_CMD_LIST_QUERY:
@@ -801,8 +827,13 @@ static bool admin_quick(VirtQueueElement *elem)
     case VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY:
     case VIRTIO_ADMIN_CMD_DEVICE_CAP_GET:
     case VIRTIO_ADMIN_CMD_DRIVER_CAP_SET:
-    case VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET:
         return true;
+    case VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY:
+        /* a member's configuration (its counters come from the backend) */
+        iov_to_buf(elem->out_sg, elem->out_num, sizeof(hdr) + 8, &flags,
+                   sizeof(flags));
+        return le16_to_cpu(hdr.group_type) == VIRTIO_ADMIN_GROUP_TYPE_SRIOV &&
+               !le64_to_cpu(flags);
     }
     return false;
 }
@@ -810,8 +841,8 @@ static bool admin_quick(VirtQueueElement *elem)
 /*
  * The driver's notification (a vCPU's, under TCG).  The commands at the
  * head of the queue that need no provider and no I/O are answered here,
- * as a config read would be (Linux's `ip link show` asks one
- * NET_MEMBER_CFG_GET per VF and sleeps until each is answered); from the
+ * as a config read would be (a driver that reads each VF's configuration
+ * sleeps until each is answered); from the
  * first other one on, the main loop runs them (admin_bh), in order.
  */
 static void admin_handle(VirtIODevice *vdev, VirtQueue *vq)
@@ -858,6 +889,7 @@ static void admin_reset(VirtIODevice *vdev, VirtQueue *vq)
                      1ull << VIRTIO_ADMIN_CMD_LIST_USE;
     }
     member_cfg_cap(a->vpf, &a->driver_cap);
+    a->member_cap_set = false;
     if (a->vpf->esw) {
         struct vsriov_net_eswitch_cap c;
 
@@ -971,6 +1003,25 @@ static bool admin_esw_post_load(void *opaque, int version_id, Error **errp)
     return true;
 }
 
+static bool admin_member_cap_needed(void *opaque)
+{
+    VsriovAdmin *a = opaque;
+
+    return a->member_cap_set;
+}
+
+/* The driver set the net member capability: its objects are usable. */
+static const VMStateDescription vmstate_vsriov_admin_member_cap = {
+    .name = "vsriov-admin/member-cap",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = admin_member_cap_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(member_cap_set, VsriovAdmin),
+        VMSTATE_END_OF_LIST()
+    }
+};
+
 /* The eswitch capability as the driver set it (DRIVER_CAP_SET). */
 static const VMStateDescription vmstate_vsriov_admin_esw = {
     .name = "vsriov-admin/eswitch",
@@ -999,6 +1050,7 @@ static const VMStateDescription vmstate_vsriov_admin = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_vsriov_admin_esw,
+        &vmstate_vsriov_admin_member_cap,
         NULL
     }
 };

@@ -24,9 +24,7 @@ struct vsriov_net_eswitch_cap {
 };
 QEMU_BUILD_BUG_ON(sizeof(struct vsriov_net_eswitch_cap) != 16);
 
-/* Resource objects (VIRTIO's RESOURCE_OBJ_CREATE/DESTROY, self group) */
-#define VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE    0x000a
-#define VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY   0x000d
+/* Resource objects' common header (the commands are in admin.h) */
 struct vsriov_resource_obj_cmd_hdr {
     uint16_t type;              /* le */
     uint8_t reserved[2];

@@ -49,8 +49,7 @@ QEMU_BUILD_BUG_ON(sizeof(struct vsriov_net_ff_selector) != 8);
 #define VSRIOV_NET_FF_ACTION_DROP           1
 #define VSRIOV_NET_FF_ACTION_FORWARD_TO_PORT 5
 
-/* Resource objects (RESOURCE_OBJ_CREATE/QUERY/DESTROY, self group) */
-#define VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY 0x000c
+/* Flow filter objects (self group) */
 #define VSRIOV_NET_RESOURCE_OBJ_FF_GROUP    0x0200
 #define VSRIOV_NET_RESOURCE_OBJ_FF_CLASSIFIER 0x0201
 #define VSRIOV_NET_RESOURCE_OBJ_FF_RULE     0x0202

@@ -122,7 +122,7 @@ try:
         took, ok = qt.set_vfs(n, timeout=600)
         assert ok, "VF Enable did not take"
         _, _, st = qt.admin().set_vlan(0, 100)
-        assert st == 0, f"NET_MEMBER_CFG_SET status {st}"
+        assert st == 0, f"member configuration MODIFY status {st}"
     dst, dq = start("dst")
     sq.execute("migrate-set-parameters", {"max-bandwidth": 64 << 30})
     dq.execute("migrate-incoming", {"uri": "unix:/tmp/migpools.sock"})

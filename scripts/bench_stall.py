@@ -12,7 +12,7 @@ before the asynchronous provider interface, as a path under
 $VSRIOV_CACHE; "after" is $VSRIOV_CACHE/qemu-build):
 
 - premapped pool of 64 VFs: VF Enable of 64, then COMMANDS VF-configuration
-  commands (NET_MEMBER_CFG_SET of the VLAN on the administration
+  commands (RESOURCE_OBJ_MODIFY of the VLAN on the administration
   virtqueue, round robin over the VFs, each a new VLAN, as
   `ip link set <pf> vf N vlan V` sends), each timed from its kick (the
   queue notification) to the kick's return (the stall) and to the

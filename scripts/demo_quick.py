@@ -53,8 +53,8 @@ def main():
                     f"{vf['devfn'] >> 3:02x}.{vf['devfn'] & 7} mac {vf['mac']} "
                     f"backend {vf['netdev']} ({vf['backend']}) {vf['state']}")
             dev = g.check(f"ls /sys/bus/pci/devices/{pf}/virtio*/net/").strip()
-            g.check(f"ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1")
-            say(f"guest: ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100 qos 1; "
+            g.check(f"ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100")
+            say(f"guest: ip link set {dev} vf 0 mac 02:00:00:00:0a:01 vlan 100; "
                 f"ip link show {dev}:")
             for line in g.check(f"ip link show {dev}").splitlines():
                 if line.strip().startswith("vf "):

@@ -12,8 +12,8 @@ are configured.  Standard library only: it runs in Level 1.
 
     python3 qtest_pci.py SOCK vfs N          NumVFs = N and VF Enable (0: clear), each
                                              VF reset as its driver would
-    python3 qtest_pci.py SOCK vlan VF VID    VF's VLAN (NET_MEMBER_CFG_SET)
-    python3 qtest_pci.py SOCK mac VF MAC     VF's MAC (NET_MEMBER_CFG_SET)
+    python3 qtest_pci.py SOCK vlan VF VID    VF's VLAN (RESOURCE_OBJ_MODIFY)
+    python3 qtest_pci.py SOCK mac VF MAC     VF's MAC (RESOURCE_OBJ_MODIFY)
 """
 import struct
 import socket
@@ -40,7 +40,9 @@ F_VERSION_1, F_ADMIN_VQ = 32, 41
 S_ACK, S_DRIVER, S_DRIVER_OK, S_FEATURES_OK = 1, 2, 4, 8
 QSIZE, DESC, AVAIL, USED, OUT_BUF, IN_BUF = 16, 0x100000, 0x101000, 0x102000, 0x110000, 0x111000
 GROUP_SELF, GROUP_SRIOV, CMD_LIST_QUERY, CMD_LIST_USE = 0, 1, 0, 1
-CMD_NET_MEMBER_CFG_SET = 0x13
+CMD_DEVICE_CAP_GET, CMD_DRIVER_CAP_SET = 0x8, 0x9
+# A VF's member configuration object: RESOURCE_OBJ_MODIFY of the SR-IOV group
+CMD_RESOURCE_OBJ_MODIFY, OBJ_MEMBER_CFG, MEMBER_CFG_CAP = 0xB, 0x0207, 0x0805
 FIELD_MAC, FIELD_VLAN = 1 << 0, 1 << 1
 
 
@@ -222,8 +224,10 @@ class QtestPci:
 class Admin:
     """The PF driver's side of the administration virtqueue: the virtio PCI
     structures found, the PF's BARs placed in the root port's window,
-    VIRTIO_F_ADMIN_VQ negotiated, the queue set up, and the SR-IOV group's
-    commands taken into use (LIST_QUERY, LIST_USE)."""
+    VIRTIO_F_ADMIN_VQ negotiated, the queue set up, the SR-IOV group's
+    commands taken into use (LIST_QUERY, LIST_USE), and the members'
+    configuration capability set to what the device offers (DEVICE_CAP_GET,
+    DRIVER_CAP_SET), as Linux's driver does."""
 
     def __init__(self, q, features=0, features2=0, rings=()):
         """@features (bits 0..63) and @features2 (64..95) besides
@@ -234,6 +238,7 @@ class Admin:
         self._find()
         self._start(features, features2, rings)
         self.use(GROUP_SRIOV)
+        self.member_cap()
 
     def use(self, group):
         """LIST_QUERY, then LIST_USE of all of it, for @group."""
@@ -243,6 +248,17 @@ class Admin:
         st, _ = self.run(CMD_LIST_USE, group, 0, res[:8])
         if st:
             raise QtestError(f"LIST_USE: status {st}")
+
+    def member_cap(self):
+        """DRIVER_CAP_SET of the members' configuration capability, all of
+        what DEVICE_CAP_GET offers: the objects can be used from then on."""
+        cap_id = struct.pack("<H6x", MEMBER_CFG_CAP)
+        st, cap = self.run(CMD_DEVICE_CAP_GET, GROUP_SELF, 0, cap_id)
+        if st:
+            raise QtestError(f"DEVICE_CAP_GET: status {st}")
+        st, _ = self.run(CMD_DRIVER_CAP_SET, GROUP_SELF, 0, cap_id + cap[:16])
+        if st:
+            raise QtestError(f"DRIVER_CAP_SET: status {st}")
 
     def _map(self):
         q, port = self.q, self.q.slot << 3
@@ -349,13 +365,13 @@ class Admin:
         return self.wait(timeout)
 
     def cfg_set(self, vf, fields, mac=bytes(6), vlan=0, proto=0x8100):
-        """NET_MEMBER_CFG_SET for VF @vf, as Linux's driver sends it.
-        Returns the seconds the kick took, the seconds until the answer,
-        and the status."""
-        cfg = struct.pack("<6sHHBBB3xII8x", mac, vlan, proto, 0, 0, 0, 0, 0)
+        """RESOURCE_OBJ_MODIFY of VF @vf's member configuration (its
+        @fields), as Linux's driver sends it.  Returns the seconds the kick
+        took, the seconds until the answer, and the status."""
+        cfg = struct.pack("<6sHHBBI8x", mac, vlan, proto, 0, 0, 0)
         t0 = time.perf_counter()
-        kick = self.submit(CMD_NET_MEMBER_CFG_SET, GROUP_SRIOV, vf + 1,
-                           struct.pack("<Q", fields) + cfg)
+        kick = self.submit(CMD_RESOURCE_OBJ_MODIFY, GROUP_SRIOV, vf + 1,
+                           struct.pack("<HxxIQ", OBJ_MEMBER_CFG, 0, fields) + cfg)
         st, _ = self.wait()
         return kick, time.perf_counter() - t0, st
 
@@ -431,11 +447,11 @@ def main(argv):
         print(f"vfe={int(enabled)} present={present} "
               f"ready={q.vf_states.count('ready')} ms={took * 1000:.2f} "
               f"write_ms={q.write_s * 1000:.2f}")
-    elif what == "vlan":   # VF VID: NET_MEMBER_CFG_SET, prints the status
+    elif what == "vlan":   # VF VID: RESOURCE_OBJ_MODIFY, prints the status
         vf, vid = int(argv[3]), int(argv[4])
         _, _, st = q.admin().set_vlan(vf, vid)
         print(f"status={st}")
-    elif what == "mac":    # VF MAC: NET_MEMBER_CFG_SET, prints the status
+    elif what == "mac":    # VF MAC: RESOURCE_OBJ_MODIFY, prints the status
         vf, mac = int(argv[3]), bytes.fromhex(argv[4].replace(":", ""))
         _, _, st = q.admin().set_mac(vf, mac)
         print(f"status={st}")

@@ -343,14 +343,68 @@ static uint64_t use_all(Admin *a, uint16_t group)
     return ldq_le_p(use);
 }
 
+/* The driver capability VIRTIO_NET_MEMBER_CFG_CAP set to @cap. */
+static uint16_t member_cap_set(Admin *a,
+                               const struct vsriov_net_member_cfg_cap *cap,
+                               Res *r)
+{
+    uint8_t set[8 + sizeof(*cap)] = {};
+
+    stw_le_p(set, VSRIOV_NET_MEMBER_CFG_CAP);
+    memcpy(set + 8, cap, sizeof(*cap));
+    return run(a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0, set, sizeof(set),
+               r);
+}
+
+/*
+ * What a driver does before it uses the members' configuration objects:
+ * LIST_USE of the SR-IOV group's commands, and the driver capability set
+ * to all the device offers.
+ */
+static void members_ready(Admin *a)
+{
+    struct vsriov_net_member_cfg_cap cap;
+    uint8_t id[8] = {};
+    Res r;
+
+    use_all(a, SRIOV);
+    stw_le_p(id, VSRIOV_NET_MEMBER_CFG_CAP);
+    g_assert_cmpuint(run(a, VIRTIO_ADMIN_CMD_DEVICE_CAP_GET, SELF, 0, id, 8,
+                         &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    memcpy(&cap, r.result, sizeof(cap));
+    g_assert_cmpuint(member_cap_set(a, &cap, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+}
+
+/* RESOURCE_OBJ_MODIFY or _QUERY of a member's object: header, flags, data */
+static uint16_t member_obj(Admin *a, uint16_t opcode, uint64_t member,
+                           uint16_t type, uint32_t id, uint64_t flags,
+                           const void *data, size_t len, Res *r)
+{
+    uint8_t d[16 + sizeof(struct vsriov_admin_net_member_cfg)] = {};
+
+    g_assert_cmpuint(len, <=, sizeof(d) - 16);
+    stw_le_p(d, type);
+    stl_le_p(d + 4, id);
+    stq_le_p(d + 8, flags);
+    if (len) {
+        memcpy(d + 16, data, len);
+    }
+    return run(a, opcode, SRIOV, member, d, 16 + len, r);
+}
+
 static uint16_t cfg_set(Admin *a, uint64_t member, uint64_t fields,
                         const struct vsriov_admin_net_member_cfg *c, Res *r)
 {
-    struct vsriov_admin_net_member_cfg_set set = { .cfg = *c };
+    return member_obj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_MODIFY, member,
+                      VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG, 0, fields, c,
+                      sizeof(*c), r);
+}
 
-    set.fields = cpu_to_le64(fields);
-    return run(a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET, SRIOV, member, &set,
-               sizeof(set), r);
+static uint16_t cfg_query(Admin *a, uint64_t member, uint64_t flags, Res *r)
+{
+    return member_obj(a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY, member,
+                      VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG, 0, flags, NULL, 0,
+                      r);
 }
 
 static struct vsriov_admin_net_member_cfg cfg_get(Admin *a, uint64_t member)
@@ -358,8 +412,7 @@ static struct vsriov_admin_net_member_cfg cfg_get(Admin *a, uint64_t member)
     struct vsriov_admin_net_member_cfg c;
     Res r;
 
-    g_assert_cmpuint(run(a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET, SRIOV,
-                         member, NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(cfg_query(a, member, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
     g_assert_cmpuint(r.len, ==, 8 + sizeof(c));
     memcpy(&c, r.result, sizeof(c));
     return c;
@@ -439,9 +492,8 @@ static void test_discovery(void)
                     1ull << VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY |
                     1ull << VIRTIO_ADMIN_CMD_DEVICE_CAP_GET |
                     1ull << VIRTIO_ADMIN_CMD_DRIVER_CAP_SET |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET |
-                    1ull << VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET |
+                    1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_MODIFY |
+                    1ull << VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY |
                     1ull << VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE);
     g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_CAP_ID_LIST_QUERY, SELF, 0,
                          NULL, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
@@ -475,8 +527,7 @@ static void test_bad_commands(void)
 
     start(&a, false);
     /* before LIST_USE only the list commands are used */
-    g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET, SRIOV, 1,
-                         NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(cfg_query(&a, 1, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
     use_all(&a, SRIOV);
     g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_LIST_QUERY, 7, 0, NULL, 0, &r),
@@ -501,18 +552,48 @@ static void test_bad_commands(void)
         g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
     }
     /* no member while VF Enable is clear */
-    g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET, SRIOV, 1,
-                         NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(cfg_query(&a, 1, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_GROUP);
     set_vfs(&a, 2);
     for (uint64_t m = 0; m < 5; m += 3) {
-        g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET, SRIOV,
-                             m, NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(cfg_query(&a, m, 0, &r), ==,
+                         VSRIOV_ADMIN_STATUS_EINVAL);
         g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_MEMBER);
     }
-    g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET, SRIOV,
-                         1ull << 40 | 1, NULL, 0, &r), ==,
+    g_assert_cmpuint(cfg_query(&a, 1ull << 40 | 1, 0, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
+    /* the objects are not the driver's to use before it set the capability */
+    g_assert_cmpuint(cfg_query(&a, 1, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    {
+        struct vsriov_admin_net_member_cfg c = {};
+
+        g_assert_cmpuint(cfg_set(&a, 1, 0, &c, &r), ==,
+                         VSRIOV_ADMIN_STATUS_EINVAL);
+        g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    }
+    members_ready(&a);
+    g_assert_cmpuint(cfg_query(&a, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    /* one object per VF, id 0, of its own type; nothing else to ask */
+    g_assert_cmpuint(member_obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY, 1,
+                                VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG, 1, 0,
+                                NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_ENXIO);
+    g_assert_cmpuint(member_obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY, 1,
+                                0x0206, 0, 0, NULL, 0, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    g_assert_cmpuint(cfg_query(&a, 1, 1ull << 1, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    /* the device makes them: the SR-IOV group has no CREATE or DESTROY */
+    g_assert_cmpuint(member_obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_CREATE, 1,
+                                VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG, 0, 0,
+                                NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
+    g_assert_cmpuint(member_obj(&a, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_DESTROY, 1,
+                                VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG, 0, 0,
+                                NULL, 0, &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
     /* PREPARE: the group's, before VF Enable only */
     {
         uint8_t n[8] = { 2 };
@@ -529,7 +610,7 @@ static void test_bad_commands(void)
     qtest_quit(a.qts);
 }
 
-/* SET with a field mask, GET, defaults, all-or-nothing. */
+/* MODIFY with a field mask, QUERY, defaults, all-or-nothing. */
 static void test_set_get(void)
 {
     static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 0x21 };
@@ -538,7 +619,7 @@ static void test_set_get(void)
     Res r;
 
     start(&a, false);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 2);
     before = cfg_get(&a, 2);
     g_assert_cmpuint(before.flags & VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET, ==,
@@ -547,7 +628,6 @@ static void test_set_get(void)
 
     memcpy(c.mac, mac, 6);
     c.vlan_id = cpu_to_le16(100);
-    c.vlan_qos = 3;
     c.vlan_proto = cpu_to_le16(0x8100);
     c.link_state = VSRIOV_ADMIN_LINK_DOWN;      /* not in the mask */
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_MAC |
@@ -557,7 +637,6 @@ static void test_set_get(void)
     got = cfg_get(&a, 2);
     g_assert(!memcmp(got.mac, mac, 6));
     g_assert_cmpuint(le16_to_cpu(got.vlan_id), ==, 100);
-    g_assert_cmpuint(got.vlan_qos, ==, 3);
     g_assert_cmpuint(got.link_state, ==, VSRIOV_ADMIN_LINK_AUTO);
     g_assert_cmpuint(got.flags & VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET, !=, 0);
     g_assert_cmpint(qmp_vlan(a.qts, 1), ==, 100);
@@ -584,22 +663,23 @@ static void test_set_get(void)
     c.vlan_id = cpu_to_le16(4095);
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
-    c.vlan_id = 0;
-    c.vlan_qos = 1;             /* a priority without a VLAN */
-    g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
-                     VSRIOV_ADMIN_STATUS_EINVAL);
-    c.vlan_qos = 0;
     c.vlan_id = cpu_to_le16(7);
     c.vlan_proto = cpu_to_le16(0x0800);
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
+    c.vlan_proto = cpu_to_le16(0x8100);
+    c.reserved[7] = 1;          /* reserved for later fields */
+    g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    c.reserved[7] = 0;
     c.mac[0] = 1;               /* multicast */
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_MAC, &c, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
     c.link_state = 3;
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_LINK_STATE, &c, &r),
                      ==, VSRIOV_ADMIN_STATUS_EINVAL);
-    g_assert_cmpuint(cfg_set(&a, 2, 1ull << 6, &c, &r), ==,
+    /* (what trust and min_tx_rate had: no field now) */
+    g_assert_cmpuint(cfg_set(&a, 2, 1ull << 5, &c, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
     got = cfg_get(&a, 2);
@@ -612,19 +692,16 @@ static void test_set_get(void)
     /* the rest, then a zero MAC: back to the default */
     memset(&c, 0, sizeof(c));
     c.flags = VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK |
-              VSRIOV_ADMIN_MEMBER_F_TRUSTED;
+              VSRIOV_ADMIN_MEMBER_F_MAC_ADMIN_SET;  /* (read-only: ignored) */
     c.link_state = VSRIOV_ADMIN_LINK_DOWN;
-    c.min_tx_rate = cpu_to_le32(100);
     c.max_tx_rate = cpu_to_le32(1000);
     g_assert_cmpuint(cfg_set(&a, 2, VSRIOV_ADMIN_FIELD_ALL &
                              ~VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
                      VIRTIO_ADMIN_STATUS_OK);
     got = cfg_get(&a, 2);
     g_assert(!memcmp(got.mac, before.mac, 6));
-    g_assert_cmpuint(got.flags, ==, VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK |
-                     VSRIOV_ADMIN_MEMBER_F_TRUSTED);
+    g_assert_cmpuint(got.flags, ==, VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK);
     g_assert_cmpuint(got.link_state, ==, VSRIOV_ADMIN_LINK_DOWN);
-    g_assert_cmpuint(le32_to_cpu(got.min_tx_rate), ==, 100);
     g_assert_cmpuint(le32_to_cpu(got.max_tx_rate), ==, 1000);
     g_assert_cmpuint(le16_to_cpu(got.vlan_id), ==, 100);
 
@@ -662,7 +739,7 @@ static void test_link(void)
     Admin a;
 
     start(&a, false);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 2);
     g_assert(qmp_link_up(a.qts, 0) && qmp_link_up(a.qts, 1));
     link_state(&a, 2, VSRIOV_ADMIN_LINK_UP);
@@ -689,11 +766,14 @@ static void test_link(void)
     qtest_quit(a.qts);
 }
 
-/* DRIVER_CAP_SET restricts what SET takes; a reset lifts it. */
+/*
+ * DRIVER_CAP_SET restricts what MODIFY takes, and is needed first; a reset
+ * of the PF needs it again, and keeps the VFs' configuration.
+ */
 static void test_driver_cap(void)
 {
     struct vsriov_admin_net_member_cfg c = {};
-    uint8_t set[24] = {};
+    struct vsriov_net_member_cfg_cap cap = {};
     Admin a;
     Res r;
 
@@ -701,15 +781,14 @@ static void test_driver_cap(void)
     use_all(&a, SELF);
     use_all(&a, SRIOV);
     set_vfs(&a, 1);
-    stw_le_p(set, VSRIOV_NET_MEMBER_CFG_CAP);
-    stq_le_p(set + 8, VSRIOV_ADMIN_FIELD_MAC | VSRIOV_ADMIN_FIELD_VLAN);
-    stl_le_p(set + 16, 0);
-    stw_le_p(set + 20, 1);                      /* 802.1Q only */
-    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0, set,
-                         sizeof(set), &r), ==, VIRTIO_ADMIN_STATUS_OK);
-    c.flags = VSRIOV_ADMIN_MEMBER_F_TRUSTED;
-    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_TRUSTED, &c, &r), ==,
-                     VSRIOV_ADMIN_STATUS_EINVAL);
+    cap.supported_fields = cpu_to_le64(VSRIOV_ADMIN_FIELD_MAC |
+                                       VSRIOV_ADMIN_FIELD_VLAN);
+    cap.vlan_protos = cpu_to_le16(1);          /* 802.1Q only */
+    g_assert_cmpuint(member_cap_set(&a, &cap, &r), ==,
+                     VIRTIO_ADMIN_STATUS_OK);
+    c.flags = VSRIOV_ADMIN_MEMBER_F_SPOOF_CHECK;
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_SPOOF_CHECK, &c, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
     c.vlan_id = cpu_to_le16(5);
     c.vlan_proto = cpu_to_le16(0x88a8);
     g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
@@ -717,48 +796,54 @@ static void test_driver_cap(void)
     c.vlan_proto = cpu_to_le16(0x8100);
     g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_VLAN, &c, &r), ==,
                      VIRTIO_ADMIN_STATUS_OK);
-    /* more than the device offers is refused */
-    stq_le_p(set + 8, VSRIOV_ADMIN_FIELD_ALL | 1ull << 9);
-    g_assert_cmpuint(run(&a, VIRTIO_ADMIN_CMD_DRIVER_CAP_SET, SELF, 0, set,
-                         sizeof(set), &r), ==, VSRIOV_ADMIN_STATUS_EINVAL);
-
-    /* a reset: the lists and the capability are the defaults again */
-    driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
-    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_TRUSTED, &c, &r), ==,
+    /* more than the device offers is refused, and changes nothing */
+    cap.supported_fields = cpu_to_le64(VSRIOV_ADMIN_FIELD_ALL | 1ull << 9);
+    g_assert_cmpuint(member_cap_set(&a, &cap, &r), ==,
                      VSRIOV_ADMIN_STATUS_EINVAL);
+    cap.supported_fields = cpu_to_le64(VSRIOV_ADMIN_FIELD_TX_RATE);
+    cap.max_tx_rate = cpu_to_le32(10001);       /* the PF's speed + 1 */
+    g_assert_cmpuint(member_cap_set(&a, &cap, &r), ==,
+                     VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_SPOOF_CHECK, &c, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+
+    /* a reset: the lists are the defaults, and the capability is unset */
+    driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_SPOOF_CHECK, &c, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_OPCODE);
     use_all(&a, SRIOV);
-    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_TRUSTED, &c, &r), ==,
-                     VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_SPOOF_CHECK, &c, &r),
+                     ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_COMMAND);
+    members_ready(&a);
+    g_assert_cmpuint(cfg_set(&a, 1, VSRIOV_ADMIN_FIELD_SPOOF_CHECK, &c, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
     /* the VF kept what was set before the PF's reset */
     g_assert_cmpuint(le16_to_cpu(cfg_get(&a, 1).vlan_id), ==, 5);
     qtest_quit(a.qts);
 }
 
-/* Counters: RX_BASIC and TX_BASIC, other types left out. */
+/* Counters: RX_BASIC then TX_BASIC after the configuration, if asked. */
 static void test_stats(void)
 {
-    uint8_t types[8];
+    const size_t cfg = sizeof(struct vsriov_admin_net_member_cfg);
     Admin a;
     Res r;
 
     start(&a, false);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 1);
-    stq_le_p(types, VIRTIO_NET_STATS_TYPE_RX_BASIC |
-             VIRTIO_NET_STATS_TYPE_TX_BASIC | VIRTIO_NET_STATS_TYPE_RX_CSUM |
-             1ull << 63);
-    g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET, SRIOV, 1,
-                         types, 8, &r), ==, VIRTIO_ADMIN_STATUS_OK);
-    g_assert_cmpuint(r.len, ==, 8 + 2 * 56);
-    g_assert_cmpuint(r.result[0], ==, VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC);
-    g_assert_cmpuint(lduw_le_p(r.result + 6), ==, 56);
-    g_assert_cmpuint(r.result[56], ==, VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC);
-    g_assert_cmpuint(lduw_le_p(r.result + 56 + 6), ==, 56);
-    stq_le_p(types, 0);
-    g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_NET_MEMBER_STATS_GET, SRIOV, 1,
-                         types, 8, &r), ==, VIRTIO_ADMIN_STATUS_OK);
-    g_assert_cmpuint(r.len, ==, 8);
+    g_assert_cmpuint(cfg_query(&a, 1, VSRIOV_ADMIN_MEMBER_QUERY_F_STATS, &r),
+                     ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + cfg + 2 * 56);
+    g_assert_cmpuint(r.result[cfg], ==, VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC);
+    g_assert_cmpuint(lduw_le_p(r.result + cfg + 6), ==, 56);
+    g_assert_cmpuint(r.result[cfg + 56], ==,
+                     VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC);
+    g_assert_cmpuint(lduw_le_p(r.result + cfg + 56 + 6), ==, 56);
+    g_assert_cmpuint(cfg_query(&a, 1, 0, &r), ==, VIRTIO_ADMIN_STATUS_OK);
+    g_assert_cmpuint(r.len, ==, 8 + cfg);
     qtest_quit(a.qts);
 }
 
@@ -770,7 +855,7 @@ static void test_prepare(void)
     Res r;
 
     start(&a, true);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     stw_le_p(n, 2);
     g_assert_cmpuint(run(&a, VSRIOV_ADMIN_CMD_SRIOV_MEMBERS_PREPARE, SRIOV,
                          0, n, 8, &r), ==, VIRTIO_ADMIN_STATUS_OK);
@@ -797,31 +882,35 @@ static void test_buffer_sizes(void)
     Res r;
 
     start(&a, false);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 1);
-    /* a GET whose result part is 4 bytes: only the status, cut */
-    stw_le_p(out, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_GET);
+    /* a QUERY whose result part is 4 bytes: only the status, cut */
+    stw_le_p(out, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_QUERY);
     stw_le_p(out + 2, SRIOV);
     stq_le_p(out + 16, 1);
-    run_raw(&a, out, 24, 4, &r);
+    stw_le_p(out + 24, VSRIOV_NET_RESOURCE_OBJ_MEMBER_CFG);
+    run_raw(&a, out, 24 + 16, 4, &r);
     g_assert_cmpuint(r.len, ==, 4);
     g_assert_cmpuint(r.status, ==, VIRTIO_ADMIN_STATUS_OK);
     /* no device-writable part at all: used, with length 0 */
-    run_raw(&a, out, 24, 0, &r);
+    run_raw(&a, out, 24 + 16, 0, &r);
     g_assert_cmpuint(r.len, ==, 0);
     /* a header cut short: member 0, so EINVAL */
     run_raw(&a, out, 10, 8, &r);
     g_assert_cmpuint(r.status, ==, VSRIOV_ADMIN_STATUS_EINVAL);
     g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_MEMBER);
-    /* a SET without its data: no fields, nothing changes */
-    stw_le_p(out, VSRIOV_ADMIN_CMD_NET_MEMBER_CFG_SET);
-    stq_le_p(out + 16, 1);
+    /* a MODIFY without its data: no object type, EINVAL */
+    stw_le_p(out, VSRIOV_ADMIN_CMD_RESOURCE_OBJ_MODIFY);
     run_raw(&a, out, 24, 8, &r);
+    g_assert_cmpuint(r.status, ==, VSRIOV_ADMIN_STATUS_EINVAL);
+    g_assert_cmpuint(r.qualifier, ==, VSRIOV_ADMIN_Q_INVALID_FIELD);
+    /* ... with its header only: no fields, nothing changes */
+    run_raw(&a, out, 24 + 8, 8, &r);
     g_assert_cmpuint(r.status, ==, VIRTIO_ADMIN_STATUS_OK);
     /* longer than asked for: the rest is ignored */
-    stq_le_p(out + 24, VSRIOV_ADMIN_FIELD_VLAN);
-    stw_le_p(out + 32 + 6, 9);
-    stw_le_p(out + 32 + 8, 0x8100);
+    stq_le_p(out + 24 + 8, VSRIOV_ADMIN_FIELD_VLAN);
+    stw_le_p(out + 40 + 6, 9);
+    stw_le_p(out + 40 + 8, 0x8100);
     memset(out + 64, 0xff, sizeof(out) - 64);
     run_raw(&a, out, sizeof(out), 8, &r);
     g_assert_cmpuint(r.status, ==, VIRTIO_ADMIN_STATUS_OK);
@@ -837,7 +926,7 @@ static void test_buffer_sizes(void)
         qtest_clock_step(a.qts, 100);
     }
     driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     g_assert_cmpuint(le16_to_cpu(cfg_get(&a, 1).vlan_id), ==, 9);
     qtest_quit(a.qts);
 }
@@ -869,7 +958,7 @@ static void random_commands(bool lazy)
     total = vsriov_cfg_readw(&a.p, PF_BUS, PF_DEVFN,
                              sriov + PCI_SRIOV_TOTAL_VF);
     use_all(&a, SELF);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 2);
     for (long i = 0; i < ops; i++) {
         if (i % 4 == 3) {
@@ -919,7 +1008,7 @@ static void random_commands(bool lazy)
     /* (a random LIST_USE may have left out even LIST_QUERY: reset) */
     map_pf(&a);
     driver_start(&a, 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_F_ADMIN_VQ);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 0);
     set_vfs(&a, 2);
     /* whatever the random commands set is gone after a re-enable */
@@ -992,7 +1081,6 @@ static void test_pf_reset(void)
         .mac = { 0x02, 0, 0, 0, 0, 0x11 },
         .vlan_id = cpu_to_le16(100),
         .vlan_proto = cpu_to_le16(0x8100),
-        .vlan_qos = 3,
         .link_state = VSRIOV_ADMIN_LINK_DOWN,
     };
     g_autofree char *before = NULL;
@@ -1002,7 +1090,7 @@ static void test_pf_reset(void)
     Res r;
 
     start(&a, false);
-    use_all(&a, SRIOV);
+    members_ready(&a);
     set_vfs(&a, 2);
     ev = vsriov_vfs_changed_wait(a.qts);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(ev, "data"), "num-vfs"),
@@ -1017,7 +1105,6 @@ static void test_pf_reset(void)
                      ==, VIRTIO_ADMIN_STATUS_OK);
     vf = qmp_vf(a.qts, 0);
     g_assert_cmpstr(qdict_get_str(vf, "mac"), ==, "02:00:00:00:00:11");
-    g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "qos"), ==, 3);
     g_assert_cmpstr(qdict_get_str(qdict_get_qdict(vf, "config"),
                                   "link-state"), ==, "disable");
     qobject_unref(vf);
@@ -1031,8 +1118,6 @@ static void test_pf_reset(void)
     qobject_unref(ev);
     vf = qmp_vf(a.qts, 0);
     g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "vlan"),
-                    ==, 0);
-    g_assert_cmpint(qdict_get_int(qdict_get_qdict(vf, "config"), "qos"),
                     ==, 0);
     g_assert_cmpstr(qdict_get_str(qdict_get_qdict(vf, "config"),
                                   "link-state"), ==, "auto");

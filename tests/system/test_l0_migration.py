@@ -58,9 +58,8 @@ def configure_two_pods(g, net="10.18.0"):
     pf = g.check(FIND_PF).strip()
     dev = pf_netdev(g, pf)
     enable_vfs(g, pf, 2)
-    g.check(f"ip link set {dev} vf 0 mac {VF0_MAC} vlan 100 qos 3 trust on "
-            f"max_tx_rate 1000")
-    g.check(f"ip link set {dev} vf 1 spoofchk off state enable min_tx_rate 10")
+    g.check(f"ip link set {dev} vf 0 mac {VF0_MAC} vlan 100 max_tx_rate 1000")
+    g.check(f"ip link set {dev} vf 1 spoofchk off state enable")
     rebind_vf0(g, pf, VF0_MAC)
     vf_into_netns(g, pf, 0, "a", f"{net}.1/24")
     vf_into_netns(g, pf, 1, "b", f"{net}.2/24")

@@ -58,8 +58,9 @@ class AdminCommandFailed(AssertionError):
     """The guest's virtio_pci logged an administration command as failed."""
 
 
-TRACE_CMD = re.compile(r"vsriov_admin_cmd PF (\S+): opcode 0x([0-9a-f]+) member (\d+)")
-TRACE_DONE = re.compile(r"vsriov_admin_done PF (\S+): opcode 0x([0-9a-f]+) done: "
+TRACE_CMD = re.compile(r"vsriov_admin_cmd PF (\S+): opcode 0x([0-9a-f]+) flags 0x[0-9a-f]+ "
+                       r"member (\d+)")
+TRACE_DONE = re.compile(r"vsriov_admin_done PF (\S+): opcode 0x([0-9a-f]+) flags 0x[0-9a-f]+ done: "
                         r"status (\d+) qualifier 0x([0-9a-f]+)")
 
 

@@ -79,12 +79,15 @@ NEVER = 4294967295
 
 LIST_QUERY, LIST_USE = 0x0, 0x1
 CAP_ID_LIST_QUERY, DEVICE_CAP_GET, DRIVER_CAP_SET = 0x7, 0x8, 0x9
-CFG_GET, CFG_SET, STATS_GET, PREPARE = 0x12, 0x13, 0x14, 0x15
+# A member's configuration object: QUERY (0xc) without and with its
+# counters, MODIFY (0xb); trace() names them by opcode and flags.
+CFG_GET, STATS_GET, CFG_SET = 0xc00, 0xc01, 0xb00
+PREPARE = 0x12
 VIRTIO_NET_F_STATUS = 16
 VIRTIO_NET_F_ADMIN_MAC = 71
 
 UPTIME = "cut -d' ' -f1 /proc/uptime"
-TRACE = re.compile(r"vsriov_admin_(cmd|done) PF \S+: opcode 0x([0-9a-f]+) "
+TRACE = re.compile(r"vsriov_admin_(cmd|done) PF \S+: opcode 0x([0-9a-f]+) flags 0x([0-9a-f]+) "
                    r"(?:member (\d+)|done: status (\d+))")
 # The kernel's reports of trouble (KASAN and UBSAN where the kernel has them).
 BAD_DMESG = re.compile(r"BUG:|Oops|WARNING:|general protection|Call Trace|KASAN|UBSAN|"
@@ -144,10 +147,21 @@ def finished(g, out, timeout):
     return int(rc), float(b) - float(a), g.check(f"cat {out}.log")
 
 
+def _op(opcode, flags):
+    """The command: its opcode, or for RESOURCE_OBJ_MODIFY/_QUERY (0xb,
+    0xc: a member's configuration object) CFG_SET, CFG_GET or STATS_GET."""
+    if opcode == 0xb:
+        return CFG_SET
+    if opcode == 0xc:
+        return STATS_GET if flags & 1 else CFG_GET
+    return opcode
+
+
 def trace(g):
-    """QEMU's trace so far: [(cmd|done, opcode, member or status)]."""
+    """QEMU's trace so far: [(cmd|done, command, member or status)]."""
     with open(g.qemu_log, errors="replace") as f:
-        return [(m[1], int(m[2], 16), int(m[3] if m[3] is not None else m[4]))
+        return [(m[1], _op(int(m[2], 16), int(m[3], 16)),
+                 int(m[4] if m[4] is not None else m[5]))
                 for m in TRACE.finditer(f.read())]
 
 
