@@ -841,4 +841,4 @@ def test_released_plugins_pods_are_enforced_by_the_switch(system, plugins):
         for pod in added:
             l2.run("set -e\n" + SESSION + k8s_session(pod) + doc_block("pod-del"),
                    timeout=300)
-        l2.run("kill $(cat /run/sriovdp.pid); pkill kubelet-stub")
+        l2.run("kill $(cat /run/sriovdp.pid); killall kubelet-stub")

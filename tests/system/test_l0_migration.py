@@ -95,7 +95,7 @@ def pings_across(g, downtime_ms, count=PINGS, timeout=60, after=None):
         g.wait_until("test $(grep -o 'seq=[0-9]*' /tmp/ping.log | tail -n 1 | cut -d= -f2) "
                      f"-ge {switch_seq + after}",
                      timeout=after * PING_INTERVAL_MS / 1000 + timeout)
-        g.check("pkill -INT -x ping")
+        g.check("killall -INT ping")
     g.wait_until("grep -q done /tmp/ping.log", timeout=count * PING_INTERVAL_MS / 1000 + 60)
     log = g.check("cat /tmp/ping.log")
     seqs = sorted({int(s) for s in re.findall(r"seq=(\d+)", log)})
