@@ -582,6 +582,7 @@ def test_unpatched_pf_driver_gets_vfs_of_a_slowed_daemon(system):
     l1.wait_until("python3 /tmp/vpd_client.py free tenant-a | grep -qx 4", timeout=60)
 
 
+@pytest.mark.long
 def test_vm_on_vduse_ports_migrates_with_its_pods(system):
     """Live migration of this VM, whose PF and VFs are vhost-vdpa devices on
     OVS-DPDK's VDUSE ports, to a destination QEMU in the same emulated host

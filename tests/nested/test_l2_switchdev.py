@@ -85,6 +85,7 @@ def representors(l2, pf):
             if p.get("flavour") == "pcivf" and "netdev" in p}
 
 
+@pytest.mark.long
 def test_guest_bridge_over_representors_switches_the_vfs(system):
     s = system
     l1, l2, pf = s.l1, s.l2, s.pf
