@@ -121,6 +121,12 @@ def test_guest_creates_vfs_and_pods(system):
                         ).strip().strip('"') == mac
     l2.wait_until("for p in a b c d; do ip -n $p link show net1 | grep -q LOWER_UP || "
                   "exit 1; done", timeout=60)
+    # Default-deny under each claimed VF's allow flow, on a bridge `ovs-vsctl
+    # add-br` made (fail mode standalone until the daemon made it secure,
+    # which makes ovs-vswitchd delete the bridge's flows).
+    for pod, (vf, *_) in PODS.items():
+        flows = port_flows(l1, vf_port(vf))
+        assert (10, "drop") in [(p, a) for p, a, _ in flows], (pod, flows)
 
 
 def test_same_vlan_passes_through_the_switch(pods):

@@ -331,16 +331,47 @@ static void rep_update_ops(struct vpd_ovs *o, JsonBuilder *ops, const struct vpd
 	op_end(ops);
 }
 
+/* Until ovs-vswitchd has applied OVSDB's configuration number cfg. */
+static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
+{
+	static const char *const cols[] = { "cur_cfg", NULL };
+	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
+	g_autoptr(JsonBuilder) ops = ops_new();
+	g_autoptr(JsonNode) req = NULL;
+
+	op_select(ops, "Open_vSwitch", NULL, cols);
+	req = ops_end(ops);
+	for (;;) {
+		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, req, error);
+		const struct vpd_json *cur = vpd_json_get(vpd_json_at(vpd_json_get(
+			vpd_json_at(res, 0), "rows"), 0), "cur_cfg");
+
+		if (!res)
+			return false;
+		if (cur && cur->type == VPD_JSON_NUMBER && cur->num >= cfg)
+			return true;
+		if (g_get_monotonic_time() > deadline)
+			return vpd_ovs_fail(error, G_IO_ERROR_TIMED_OUT, "OVS: ovs-vswitchd did "
+					    "not apply the configuration within %d s",
+					    VPD_OVS_TIMEOUT_MS / 1000);
+		g_usleep(2000);
+	}
+}
+
 static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 {
-	static const char *const bridge_cols[] = { "name", "protocols", "datapath_type", NULL };
+	static const char *const bridge_cols[] = {
+		"name", "protocols", "datapath_type", "fail_mode", NULL
+	};
 	static const char *const uuid_col[] = { "_uuid", NULL };
+	static const char *const cfg_col[] = { "next_cfg", NULL };
 	const char *br = o->cfg->ovs_bridge;
 	bool netdev = any_vduse(o->cfg);
 	g_autoptr(JsonBuilder) ops = ops_new();
 	g_autoptr(JsonNode) req = NULL;
 	g_autoptr(vpd_json) res = NULL;
-	const struct vpd_json *rows;
+	const struct vpd_json *rows, *cfg;
+	unsigned n_ops = 0;
 
 	op_select(ops, "Bridge", br, bridge_cols);
 	op_select(ops, "Open_vSwitch", NULL, uuid_col);
@@ -388,6 +419,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		json_builder_end_array(ops);
 		json_builder_end_array(ops);
 		op_end(ops);
+		n_ops = 4;
 		g_message("OVS: bridge %s created", br);
 	} else {
 		/*
@@ -397,6 +429,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		 */
 		const struct vpd_json *proto = vpd_json_get(vpd_json_at(rows, 0), "protocols");
 		const struct vpd_json *dp = vpd_json_get(vpd_json_at(rows, 0), "datapath_type");
+		const struct vpd_json *mode = vpd_json_get(vpd_json_at(rows, 0), "fail_mode");
 		const struct vpd_json *set = vpd_json_at(proto, 1);
 		bool has14 = proto && proto->type == VPD_JSON_STRING &&
 			     !strcmp(proto->str, "OpenFlow14");
@@ -413,13 +446,22 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 					    "VDUSE PFs need OVS-DPDK's userspace datapath "
 					    "(datapath_type=netdev)", br,
 					    dp && dp->type == VPD_JSON_STRING ? dp->str : "?");
-		op_begin(ops, "update", "Bridge");
-		where_name(ops, br);
-		json_builder_set_member_name(ops, "row");
-		json_builder_begin_object(ops);
-		set_str(ops, "fail_mode", "secure");
-		json_builder_end_object(ops);
-		op_end(ops);
+		/*
+		 * (ovs-vswitchd deletes every flow of a bridge without
+		 * controllers when its fail mode changes: only changed when it
+		 * is not secure, and waited for below, before any flow)
+		 */
+		if (!mode || mode->type != VPD_JSON_STRING || strcmp(mode->str, "secure")) {
+			op_begin(ops, "update", "Bridge");
+			where_name(ops, br);
+			json_builder_set_member_name(ops, "row");
+			json_builder_begin_object(ops);
+			set_str(ops, "fail_mode", "secure");
+			json_builder_end_object(ops);
+			op_end(ops);
+			n_ops++;
+			g_message("OVS: bridge %s set to fail mode secure", br);
+		}
 		if (!has14 && !empty) {
 			op_begin(ops, "mutate", "Bridge");
 			where_name(ops, br);
@@ -437,13 +479,39 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 			json_builder_end_array(ops);
 			json_builder_end_array(ops);
 			op_end(ops);
+			n_ops++;
 		}
 	}
+	/*
+	 * ovs-vswitchd done with it (the bridge made, its flows flushed),
+	 * and with any change before it (a sync tried again after a fail
+	 * mode set by the last one was not applied in time).
+	 */
+	if (n_ops) {
+		op_begin(ops, "mutate", "Open_vSwitch");
+		where_name(ops, NULL);
+		json_builder_set_member_name(ops, "mutations");
+		json_builder_begin_array(ops);
+		json_builder_begin_array(ops);
+		json_builder_add_string_value(ops, "next_cfg");
+		json_builder_add_string_value(ops, "+=");
+		json_builder_add_int_value(ops, 1);
+		json_builder_end_array(ops);
+		json_builder_end_array(ops);
+		op_end(ops);
+	}
+	op_select(ops, "Open_vSwitch", NULL, cfg_col);
 	g_clear_pointer(&res, vpd_json_free);
 	g_clear_pointer(&req, json_node_unref);
 	req = ops_end(ops);
 	res = vpd_ovsdb_transact(&o->db, req, error);
-	return res != NULL;
+	if (!res)
+		return false;
+	cfg = vpd_json_get(vpd_json_at(vpd_json_get(vpd_json_at(res, n_ops + !!n_ops), "rows"),
+				       0), "next_cfg");
+	if (!cfg || cfg->type != VPD_JSON_NUMBER)
+		return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA, "OVSDB's reply has no next_cfg");
+	return wait_applied(o, cfg->num, error);
 }
 
 /* Whether an OVSDB map (["map", [[k, v], ...]]) has key. */
@@ -793,33 +861,6 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	g_message("OVS: bridge %s holds %u VF port(s) and their flows", o->cfg->ovs_bridge,
 		  pools->entries->len);
 	return true;
-}
-
-/* Until ovs-vswitchd has applied OVSDB's configuration number cfg. */
-static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
-{
-	static const char *const cols[] = { "cur_cfg", NULL };
-	gint64 deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
-	g_autoptr(JsonBuilder) ops = ops_new();
-	g_autoptr(JsonNode) req = NULL;
-
-	op_select(ops, "Open_vSwitch", NULL, cols);
-	req = ops_end(ops);
-	for (;;) {
-		g_autoptr(vpd_json) res = vpd_ovsdb_transact(&o->db, req, error);
-		const struct vpd_json *cur = vpd_json_get(vpd_json_at(vpd_json_get(
-			vpd_json_at(res, 0), "rows"), 0), "cur_cfg");
-
-		if (!res)
-			return false;
-		if (cur && cur->type == VPD_JSON_NUMBER && cur->num >= cfg)
-			return true;
-		if (g_get_monotonic_time() > deadline)
-			return vpd_ovs_fail(error, G_IO_ERROR_TIMED_OUT, "OVS: ovs-vswitchd did "
-					    "not apply the configuration within %d s",
-					    VPD_OVS_TIMEOUT_MS / 1000);
-		g_usleep(2000);
-	}
 }
 
 /* The uuid of the Port row named name (NULL, no error: there is none). */

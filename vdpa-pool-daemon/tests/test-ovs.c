@@ -13,6 +13,7 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <linux/devlink.h>
 #include <netlink/genl/genl.h>
 #include <string.h>
@@ -622,6 +623,185 @@ static void test_errors(void)
 }
 
 /* A VF's OVSDB rows, written with json-glib: what OVS is to hold. */
+/* ---- the admin's bridge, against a fake ovsdb-server and ovs-vswitchd --- */
+
+/*
+ * ovs-vswitchd deletes every flow of a bridge without controllers when its
+ * fail mode changes (ofproto/connmgr.c, connmgr_set_fail_mode()), in its
+ * own time after OVSDB committed the change.  The fake: an OVSDB that
+ * holds one bridge and an Open_vSwitch row whose cur_cfg (what
+ * ovs-vswitchd applied) catches up with next_cfg one read at a time, and
+ * a bridge management socket that notes the daemon's first OpenFlow
+ * connection.  Everything asked is logged in order.
+ */
+struct fake_ovs {
+	int db_lfd, of_lfd, stop[2];
+	const char *fail_mode;  /* the bridge's, as JSON */
+	double next_cfg, cur_cfg;
+	GString *log;
+};
+
+static void fake_ovs_op(struct fake_ovs *f, const struct vpd_json *op, GString *out)
+{
+	const char *kind = vpd_json_get(op, "op")->str;
+	const char *table = vpd_json_get(op, "table")->str;
+	const struct vpd_json *cols = vpd_json_get(op, "columns");
+	const char *col = cols ? vpd_json_at(cols, 0)->str : "";
+
+	if (!strcmp(kind, "select") && !strcmp(table, "Bridge")) {
+		g_string_append(f->log, "select Bridge; ");
+		g_string_append_printf(out, "{\"rows\":[{\"name\":\"br0\",\"protocols\":"
+				       "[\"set\",[]],\"datapath_type\":\"\",\"fail_mode\":%s}]}",
+				       f->fail_mode);
+	} else if (!strcmp(kind, "select") && !strcmp(col, "_uuid")) {
+		g_string_append(f->log, "select Open_vSwitch; ");
+		g_string_append(out, "{\"rows\":[{\"_uuid\":[\"uuid\",\"0\"]}]}");
+	} else if (!strcmp(kind, "select") && !strcmp(col, "next_cfg")) {
+		g_string_append_printf(f->log, "next_cfg %g; ", f->next_cfg);
+		g_string_append_printf(out, "{\"rows\":[{\"next_cfg\":%g}]}", f->next_cfg);
+	} else if (!strcmp(kind, "select") && !strcmp(col, "cur_cfg")) {
+		g_string_append_printf(f->log, "cur_cfg %g; ", f->cur_cfg);
+		g_string_append_printf(out, "{\"rows\":[{\"cur_cfg\":%g}]}", f->cur_cfg);
+		f->cur_cfg = MIN(f->cur_cfg + 1, f->next_cfg);
+	} else {
+		if (!strcmp(kind, "mutate") && !strcmp(table, "Open_vSwitch"))
+			f->next_cfg++;
+		else if (!strcmp(kind, "update"))
+			f->fail_mode = "\"secure\"";
+		g_string_append_printf(f->log, "%s %s; ", kind, table);
+		g_string_append(out, "{\"count\":1}");
+	}
+}
+
+static gpointer fake_ovs_serve(gpointer data)
+{
+	struct fake_ovs *f = data;
+	g_autoptr(GString) in = g_string_new(NULL);
+	int db = -1;
+
+	for (;;) {
+		struct pollfd p[] = {
+			{ .fd = db >= 0 ? db : f->db_lfd, .events = POLLIN },
+			{ .fd = f->of_lfd, .events = POLLIN },
+			{ .fd = f->stop[0], .events = POLLIN },
+		};
+		char buf[4096];
+		gssize n;
+
+		g_assert_cmpint(poll(p, G_N_ELEMENTS(p), -1), >, 0);
+		if (p[2].revents)
+			break;
+		if (p[1].revents) {
+			int c = accept(f->of_lfd, NULL, NULL);
+
+			/* (the first: the daemon connects again once) */
+			if (!g_str_has_suffix(f->log->str, "OpenFlow"))
+				g_string_append(f->log, "OpenFlow");
+			close(c);
+			continue;
+		}
+		if (db < 0) {
+			db = accept(f->db_lfd, NULL, NULL);
+			continue;
+		}
+		n = read(db, buf, sizeof(buf));
+		if (n <= 0) {
+			close(db);
+			db = -1;
+			continue;
+		}
+		g_string_append_len(in, buf, n);
+		while ((n = vpd_json_span(in->str, in->len)) > 0) {
+			g_autoptr(vpd_json) req = vpd_json_parse(in->str, n, NULL);
+			const struct vpd_json *params = vpd_json_get(req, "params");
+			g_autoptr(GString) out = g_string_new(NULL);
+
+			g_string_append_printf(out, "{\"id\":%g,\"error\":null,\"result\":[",
+					       vpd_json_get(req, "id")->num);
+			for (unsigned i = 1; i < vpd_json_len(params); i++) {
+				if (i > 1)
+					g_string_append_c(out, ',');
+				fake_ovs_op(f, vpd_json_at(params, i), out);
+			}
+			g_string_append(out, "]}");
+			g_assert_cmpint(write(db, out->str, out->len), ==, out->len);
+			g_string_erase(in, 0, n);
+		}
+	}
+	if (db >= 0)
+		close(db);
+	return NULL;
+}
+
+static int listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+	g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+	g_assert_cmpint(listen(fd, 4), ==, 0);
+	return fd;
+}
+
+/* What vpd_ovs_sync() (no VFs) asks of a bridge in fail mode fail_mode. */
+static char *sync_on_bridge(const char *fail_mode)
+{
+	g_autofree char *dir = g_dir_make_tmp("test-ovs-XXXXXX", NULL);
+	g_autofree char *db_path = g_build_filename(dir, "db.sock", NULL);
+	g_autofree char *of_path = g_build_filename(dir, "br0.mgmt", NULL);
+	g_autofree char *remote = g_strdup_printf("unix:%s", db_path);
+	g_autoptr(GPtrArray) pfs = g_ptr_array_new();
+	g_autoptr(GPtrArray) entries = g_ptr_array_new();
+	struct vpd_config cfg = { .ovs_bridge = (char *)"br0", .pfs = pfs, .ovsdb = remote };
+	struct vpd_pools pools = { .entries = entries };
+	struct fake_ovs f = {
+		.db_lfd = listen_at(db_path), .of_lfd = listen_at(of_path),
+		.fail_mode = fail_mode, .next_cfg = 5, .cur_cfg = 5, .log = g_string_new(NULL),
+	};
+	g_autoptr(GError) err = NULL;
+	struct vpd_ovs *o;
+	GThread *t;
+
+	g_assert_cmpint(pipe(f.stop), ==, 0);
+	t = g_thread_new("fake-ovs", fake_ovs_serve, &f);
+	o = vpd_ovs_new(&cfg, &err);
+	g_assert_no_error(err);
+	/* (the fake hangs up on OpenFlow's hello) */
+	g_assert_false(vpd_ovs_sync(o, &pools, &err));
+	g_assert_error(err, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED);
+	vpd_ovs_free(o);
+	g_assert_cmpint(write(f.stop[1], "", 1), ==, 1);
+	g_thread_join(t);
+	close(f.stop[0]);
+	close(f.stop[1]);
+	close(f.db_lfd);
+	close(f.of_lfd);
+	unlink(db_path);
+	unlink(of_path);
+	rmdir(dir);
+	return g_string_free(f.log, FALSE);
+}
+
+/*
+ * An admin's bridge in standalone mode is set to secure, and the daemon
+ * waits until ovs-vswitchd has applied that (and flushed its flows)
+ * before it sends any flow: else the flush may remove the VFs' deny flows
+ * it has just added.  A bridge already secure is left alone, and what
+ * OVSDB holds waited for all the same (a fail mode set by a sync that
+ * timed out, then tried again).
+ */
+static void test_bridge_fail_mode(void)
+{
+	g_autofree char *standalone = sync_on_bridge("[\"set\",[]]");
+	g_autofree char *secure = sync_on_bridge("\"secure\"");
+
+	g_assert_cmpstr(standalone, ==, "select Bridge; select Open_vSwitch; update Bridge; "
+			"mutate Open_vSwitch; next_cfg 6; cur_cfg 5; cur_cfg 6; OpenFlow");
+	g_assert_cmpstr(secure, ==, "select Bridge; select Open_vSwitch; next_cfg 5; cur_cfg 5; "
+			"OpenFlow");
+}
+
 static void test_vf_rows(void)
 {
 	struct vpd_pf pf = { .name = (char *)"eth0" };
@@ -773,6 +953,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ovs/small-messages", test_small_messages);
 	g_test_add_func("/ovs/flow-stats-parse", test_flow_stats_parse);
 	g_test_add_func("/ovs/errors", test_errors);
+	g_test_add_func("/ovs/bridge-fail-mode", test_bridge_fail_mode);
 	g_test_add_func("/ovs/devlink-ports", test_devlink_ports);
 	g_test_add_func("/ovs/vf-rows", test_vf_rows);
 	return g_test_run();
