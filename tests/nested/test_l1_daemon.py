@@ -484,7 +484,8 @@ def test_daemon_ovs_ports_and_flows(l1host):
     datapath) with default-deny flows, opens a VF's port when it is claimed
     and configured (VLAN, MAC with spoof checking, rate), shuts it when the
     link is disabled or the client dies, and keeps claimed VFs' flows across
-    its own restart.  OVS's own ofproto/trace shows where packets go."""
+    its own restart, ovs-vswitchd's, and flows deleted by someone else.
+    OVS's own ofproto/trace shows where packets go."""
     daemon = daemon_binary()
     poolctl = os.path.join(os.path.dirname(daemon), "vdpa-poolctl")
     l1host.check("modprobe -a vhost_vdpa vdpa_sim_net netdevsim openvswitch")
@@ -581,6 +582,24 @@ def test_daemon_ovs_ports_and_flows(l1host):
     assert flows(l1host) == claimed
     assert "OVS: flows restored after ovs-vswitchd came back" in \
         l1host.check("cat /scratch/vpd.log")
+
+    # Someone else deletes VF 0's flows (its frames would then take the
+    # other ports' NORMAL flow): the daemon's audit (every 5 s) finds its
+    # deny flow gone and puts every flow back.  Then someone sets the
+    # bridge's fail mode to standalone, which makes ovs-vswitchd delete
+    # every flow: the daemon sets it back to secure and makes them again.
+    l1host.check("ovs-ofctl del-flows br-vpd in_port=1")
+    assert flows(l1host) != claimed
+    l1host.wait_until(f"test \"$(ovs-ofctl --no-stats --no-names dump-flows br-vpd | "
+                      f"grep -c 'in_port=1 ')\" = 2", timeout=60)
+    assert flows(l1host) == claimed
+    assert "OVS: the deny flow of VF 0 of pool 'a' is gone from bridge br-vpd" in \
+        l1host.check("cat /scratch/vpd.log")
+    l1host.check("ovs-vsctl set-fail-mode br-vpd standalone")
+    l1host.wait_until("test $(ovs-vsctl get-fail-mode br-vpd) = secure", timeout=60)
+    l1host.wait_until(f"test $(ovs-ofctl --no-stats dump-flows br-vpd | grep -c cookie=) "
+                      f"= {len(claimed)}", timeout=60)
+    assert flows(l1host) == claimed
 
     # ovs-vswitchd hangs (SIGSTOP) while a client claims a VF: that claim
     # waits for OVS and fails after OVS's deadline, but the API does not

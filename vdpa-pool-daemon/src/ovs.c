@@ -33,6 +33,7 @@ struct vpd_ovs {
 	GHashTable *reps;  /* KEY -> struct rep_row: the representor port OVS may hold */
 	struct vpd_held_rules held; /* the guests' rules OVS holds, made again by a sync */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
+	unsigned ticks;    /* vpd_ovs_tick() calls, for the audit's period */
 	bool started;      /* synced once: the daemon's start is over */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 };
@@ -1131,6 +1132,54 @@ void vpd_ovs_idle(struct vpd_ovs *o)
 	vpd_ovsdb_idle(&o->db);
 }
 
+static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie);
+
+/*
+ * Whether OVS still holds each VF's deny flow and the bridge's other
+ * ports' flow, the flows that make default-deny (without a VF's deny
+ * flow, its frames would take the other ports' NORMAL): OVS forgets
+ * flows without closing the connection when someone deletes them
+ * (ovs-ofctl del-flows) or changes the bridge's fail mode.  False, with
+ * the first one missing in *what, when one is; an error leaves *what
+ * NULL.
+ */
+static bool audit_flows(struct vpd_ovs *o, const struct vpd_pools *pools, char **what,
+			GError **error)
+{
+	/* the VFs' own flows (kinds below VPD_FLOW_RULE): a few per VF */
+	const uint64_t mask = VPD_COOKIE_MAGIC_MASK | 0xf8ull << 40;
+	g_autoptr(GHashTable) by_cookie = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+								g_free, g_free);
+	g_autoptr(GByteArray) req = g_byte_array_new();
+	uint64_t others = vpd_others_flow().cookie;
+	uint32_t xid;
+
+	*what = NULL;
+	if (!vpd_ofconn_connect(&o->of, error))
+		return false;
+	xid = ++o->of.xid;
+	vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, VPD_COOKIE_MAGIC, mask);
+	if (!vpd_ofconn_send(&o->of, req, error) ||
+	    !vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
+			     by_cookie, error))
+		return false;
+	if (!g_hash_table_contains(by_cookie, &others)) {
+		*what = g_strdup("the bridge's other ports' flow");
+		return false;
+	}
+	for (unsigned i = 0; i < pools->entries->len; i++) {
+		const struct vpd_entry *e = pools->entries->pdata[i];
+		uint64_t deny = vpd_flow_cookie(VPD_FLOW_DENY, pf_index(o, e->pool->pf), e->vf);
+
+		if (!g_hash_table_contains(by_cookie, &deny)) {
+			*what = g_strdup_printf("the deny flow of VF %u of pool '%s'", e->vf,
+						e->pool->name);
+			return false;
+		}
+	}
+	return true;
+}
+
 void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 {
 	g_autoptr(GError) err = NULL;
@@ -1142,6 +1191,17 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 		o->need_sync = true;
 	if (o->of.c.fd < 0 && o->of.connected)
 		o->need_sync = true;
+	if (!need_sync(o) && ++o->ticks % VPD_OVS_AUDIT_TICKS == 0) {
+		g_autofree char *what = NULL;
+
+		if (!audit_flows(o, pools, &what, &err) && what) {
+			g_warning("OVS: %s is gone from bridge %s (someone deleted flows, or "
+				  "changed its fail mode): all of the daemon's flows made again",
+				  what, o->cfg->ovs_bridge);
+			o->need_sync = true;
+		}
+		g_clear_error(&err);  /* (OVS gone: the next tick finds out) */
+	}
 	if (need_sync(o)) {
 		if (vpd_ovs_sync(o, pools, &err)) {
 			g_message("OVS: flows restored after ovs-vswitchd came back");

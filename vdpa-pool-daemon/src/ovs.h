@@ -52,8 +52,12 @@ bool vpd_ovs_apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error);
 /*
  * Call every second: when ovs-vswitchd has restarted (it forgets flows),
  * everything is synced again; a VF whose last change failed is tried again.
- * OVS's keep-alive requests (echo) that came meanwhile are answered.
+ * Every VPD_OVS_AUDIT_TICKS calls, the flows that make default-deny are
+ * looked for in OVS, and everything is synced again when one is gone
+ * (deleted by someone else).  OVS's keep-alive requests (echo) that came
+ * meanwhile are answered.
  */
+#define VPD_OVS_AUDIT_TICKS 5
 void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools);
 /* A change of e not made (it waited too long): vpd_ovs_tick() makes it. */
 void vpd_ovs_set_dirty(struct vpd_ovs *o, const struct vpd_entry *e);
