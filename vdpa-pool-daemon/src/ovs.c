@@ -1135,9 +1135,10 @@ void vpd_ovs_idle(struct vpd_ovs *o)
 static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie);
 
 /*
- * Whether OVS still holds each VF's deny flow and the bridge's other
- * ports' flow, the flows that make default-deny (without a VF's deny
- * flow, its frames would take the other ports' NORMAL): OVS forgets
+ * Whether OVS still holds each VF's deny flow (and its representor
+ * port's) and the bridge's other ports' flow, the flows that make
+ * default-deny (without a VF's deny flow, its frames would take the
+ * other ports' NORMAL): OVS forgets
  * flows without closing the connection when someone deletes them
  * (ovs-ofctl del-flows) or changes the bridge's fail mode.  False, with
  * the first one missing in *what, when one is; an error leaves *what
@@ -1169,11 +1170,21 @@ static bool audit_flows(struct vpd_ovs *o, const struct vpd_pools *pools, char *
 	}
 	for (unsigned i = 0; i < pools->entries->len; i++) {
 		const struct vpd_entry *e = pools->entries->pdata[i];
-		uint64_t deny = vpd_flow_cookie(VPD_FLOW_DENY, pf_index(o, e->pool->pf), e->vf);
+		unsigned pfi = pf_index(o, e->pool->pf);
+		uint64_t deny = vpd_flow_cookie(VPD_FLOW_DENY, pfi, e->vf);
+		uint64_t rep_deny = vpd_flow_cookie(VPD_FLOW_REP_DENY, pfi, e->vf);
 
 		if (!g_hash_table_contains(by_cookie, &deny)) {
 			*what = g_strdup_printf("the deny flow of VF %u of pool '%s'", e->vf,
 						e->pool->name);
+			return false;
+		}
+		/* (a representor port whose change is still to be made: not yet) */
+		if (e->rep_port && !g_hash_table_contains(o->dirty, KEY(e)) &&
+		    g_hash_table_contains(o->reps, KEY(e)) &&
+		    !g_hash_table_contains(by_cookie, &rep_deny)) {
+			*what = g_strdup_printf("the deny flow of the representor port of VF %u "
+						"of pool '%s'", e->vf, e->pool->name);
 			return false;
 		}
 	}
