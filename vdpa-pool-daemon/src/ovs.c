@@ -34,6 +34,7 @@ struct vpd_ovs {
 	struct vpd_held_rules held; /* the guests' rules OVS holds, made again by a sync */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
 	unsigned ticks;    /* vpd_ovs_tick() calls, for the audit's period */
+	double bridge_cfg; /* next_cfg of the bridge's change not yet applied, or 0 */
 	bool started;      /* synced once: the daemon's start is over */
 	bool sync_failing; /* the last vpd_ovs_tick() could not restore them */
 };
@@ -484,9 +485,9 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		}
 	}
 	/*
-	 * ovs-vswitchd done with it (the bridge made, its flows flushed),
-	 * and with any change before it (a sync tried again after a fail
-	 * mode set by the last one was not applied in time).
+	 * Then ovs-vswitchd done with it (the bridge made, with its
+	 * management socket; its flows flushed) before any flow; waited for
+	 * again by the next sync when it was not in time.
 	 */
 	if (n_ops) {
 		op_begin(ops, "mutate", "Open_vSwitch");
@@ -500,19 +501,26 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		json_builder_end_array(ops);
 		json_builder_end_array(ops);
 		op_end(ops);
+		op_select(ops, "Open_vSwitch", NULL, cfg_col);
+		g_clear_pointer(&res, vpd_json_free);
+		g_clear_pointer(&req, json_node_unref);
+		req = ops_end(ops);
+		res = vpd_ovsdb_transact(&o->db, req, error);
+		if (!res)
+			return false;
+		cfg = vpd_json_get(vpd_json_at(vpd_json_get(vpd_json_at(res, n_ops + 1), "rows"),
+					       0), "next_cfg");
+		if (!cfg || cfg->type != VPD_JSON_NUMBER)
+			return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
+					    "OVSDB's reply has no next_cfg");
+		o->bridge_cfg = cfg->num;
 	}
-	op_select(ops, "Open_vSwitch", NULL, cfg_col);
-	g_clear_pointer(&res, vpd_json_free);
-	g_clear_pointer(&req, json_node_unref);
-	req = ops_end(ops);
-	res = vpd_ovsdb_transact(&o->db, req, error);
-	if (!res)
-		return false;
-	cfg = vpd_json_get(vpd_json_at(vpd_json_get(vpd_json_at(res, n_ops + !!n_ops), "rows"),
-				       0), "next_cfg");
-	if (!cfg || cfg->type != VPD_JSON_NUMBER)
-		return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA, "OVSDB's reply has no next_cfg");
-	return wait_applied(o, cfg->num, error);
+	if (o->bridge_cfg) {
+		if (!wait_applied(o, o->bridge_cfg, error))
+			return false;
+		o->bridge_cfg = 0;
+	}
+	return true;
 }
 
 /* Whether an OVSDB map (["map", [[k, v], ...]]) has key. */
@@ -812,20 +820,19 @@ bool vpd_ovs_sync(struct vpd_ovs *o, struct vpd_pools *pools, GError **error)
 	/* (every table: the guests' rules are made again after the ports) */
 	struct vpd_flow all = { .cookie = VPD_COOKIE_MAGIC, .table = VPD_OFPTT_ALL };
 	struct vpd_flow others = vpd_others_flow();
-	gint64 deadline;
 
 	for (unsigned i = 0; i < o->cfg->pfs->len; i++)
 		if (!vpd_find_reps(pools, o->cfg->pfs->pdata[i], error))
 			return false;
 	if (!o->started)
 		adopt_rep_ports(pools);
+	/*
+	 * (ovs-vswitchd makes the management socket with the bridge: one
+	 * not there yet, ovs-vswitchd starting, fails the sync at once, tried
+	 * again a second later, so that no question waits behind it long)
+	 */
 	if (!ensure_bridge(o, error))
 		return false;
-	/* ovs-vswitchd makes the management socket with the bridge. */
-	deadline = g_get_monotonic_time() + VPD_OVS_TIMEOUT_MS * 1000ll;
-	while (!g_file_test(o->of.c.path, G_FILE_TEST_EXISTS) &&
-	       g_get_monotonic_time() < deadline)
-		g_usleep(10000);
 	/*
 	 * The flows first (they name the port numbers the ports will get), so
 	 * that no port is ever on the bridge without its VF's flows.  All of
