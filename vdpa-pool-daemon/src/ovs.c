@@ -33,6 +33,7 @@ struct vpd_ovs {
 	GHashTable *reps;  /* KEY -> struct rep_row: the representor port OVS may hold */
 	struct vpd_held_rules held; /* the guests' rules OVS holds, made again by a sync */
 	bool need_sync;    /* ovs-vswitchd came back: its flows are gone */
+	bool flows_gone;   /* ... or the audit found some gone */
 	unsigned ticks;    /* vpd_ovs_tick() calls, for the audit's period */
 	double bridge_cfg; /* next_cfg of the bridge's change not yet applied, or 0 */
 	bool started;      /* synced once: the daemon's start is over */
@@ -1214,14 +1215,17 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 
 		if (!audit_flows(o, pools, &what, &err) && what) {
 			g_warning("OVS: %s is gone from bridge %s (someone deleted flows, or "
-				  "changed its fail mode): all of the daemon's flows made again",
+				  "changed its fail mode): making all of the daemon's flows again",
 				  what, o->cfg->ovs_bridge);
-			o->need_sync = true;
+			o->need_sync = o->flows_gone = true;
 		}
 		g_clear_error(&err);  /* (OVS gone: the next tick finds out) */
 	}
 	if (need_sync(o)) {
-		if (vpd_ovs_sync(o, pools, &err)) {
+		if (vpd_ovs_sync(o, pools, &err) && o->flows_gone) {
+			g_message("OVS: flows made again on bridge %s", o->cfg->ovs_bridge);
+			o->flows_gone = false;
+		} else if (!err) {
 			g_message("OVS: flows restored after ovs-vswitchd came back");
 		} else if (!o->sync_failing) {
 			g_warning("OVS: cannot restore the flows (trying every second): %s",
