@@ -334,6 +334,28 @@ static void rep_update_ops(struct vpd_ovs *o, JsonBuilder *ops, const struct vpd
 	op_end(ops);
 }
 
+/*
+ * A new configuration number (next_cfg += 1), and then what it is (a
+ * select of next_cfg): 2 operations; wait_applied() waits for it.
+ */
+static void next_cfg_ops(JsonBuilder *ops)
+{
+	static const char *const cols[] = { "next_cfg", NULL };
+
+	op_begin(ops, "mutate", "Open_vSwitch");
+	where_name(ops, NULL);
+	json_builder_set_member_name(ops, "mutations");
+	json_builder_begin_array(ops);
+	json_builder_begin_array(ops);
+	json_builder_add_string_value(ops, "next_cfg");
+	json_builder_add_string_value(ops, "+=");
+	json_builder_add_int_value(ops, 1);
+	json_builder_end_array(ops);
+	json_builder_end_array(ops);
+	op_end(ops);
+	op_select(ops, "Open_vSwitch", NULL, cols);
+}
+
 /* Until ovs-vswitchd has applied OVSDB's configuration number cfg. */
 static bool wait_applied(struct vpd_ovs *o, double cfg, GError **error)
 {
@@ -367,7 +389,6 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 		"name", "protocols", "datapath_type", "fail_mode", NULL
 	};
 	static const char *const uuid_col[] = { "_uuid", NULL };
-	static const char *const cfg_col[] = { "next_cfg", NULL };
 	const char *br = o->cfg->ovs_bridge;
 	bool netdev = any_vduse(o->cfg);
 	g_autoptr(JsonBuilder) ops = ops_new();
@@ -491,18 +512,7 @@ static bool ensure_bridge(struct vpd_ovs *o, GError **error)
 	 * again by the next sync when it was not in time.
 	 */
 	if (n_ops) {
-		op_begin(ops, "mutate", "Open_vSwitch");
-		where_name(ops, NULL);
-		json_builder_set_member_name(ops, "mutations");
-		json_builder_begin_array(ops);
-		json_builder_begin_array(ops);
-		json_builder_add_string_value(ops, "next_cfg");
-		json_builder_add_string_value(ops, "+=");
-		json_builder_add_int_value(ops, 1);
-		json_builder_end_array(ops);
-		json_builder_end_array(ops);
-		op_end(ops);
-		op_select(ops, "Open_vSwitch", NULL, cfg_col);
+		next_cfg_ops(ops);
 		g_clear_pointer(&res, vpd_json_free);
 		g_clear_pointer(&req, json_node_unref);
 		req = ops_end(ops);
@@ -942,7 +952,6 @@ static bool check_rep_port(struct vpd_ovs *o, const struct vpd_entry *e, GError 
  */
 static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 {
-	static const char *const cols[] = { "next_cfg", NULL };
 	static const enum vpd_flow_kind gone[] = {
 		VPD_FLOW_ALLOW, VPD_FLOW_REP_DENY, VPD_FLOW_TO_REP, VPD_FLOW_FROM_REP,
 		VPD_FLOW_MISS,
@@ -1033,18 +1042,7 @@ static bool apply(struct vpd_ovs *o, struct vpd_entry *e, GError **error)
 		g_hash_table_remove(o->reps, KEY(e));
 	}
 	if (need_cfg) {  /* also: the new configuration's number */
-		op_begin(ops, "mutate", "Open_vSwitch");
-		where_name(ops, NULL);
-		json_builder_set_member_name(ops, "mutations");
-		json_builder_begin_array(ops);
-		json_builder_begin_array(ops);
-		json_builder_add_string_value(ops, "next_cfg");
-		json_builder_add_string_value(ops, "+=");
-		json_builder_add_int_value(ops, 1);
-		json_builder_end_array(ops);
-		json_builder_end_array(ops);
-		op_end(ops);
-		op_select(ops, "Open_vSwitch", NULL, cols);
+		next_cfg_ops(ops);
 		at_cfg = n_ops + 1;
 	}
 	req = ops_end(ops);
