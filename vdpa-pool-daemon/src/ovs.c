@@ -1138,15 +1138,50 @@ void vpd_ovs_idle(struct vpd_ovs *o)
 	vpd_ovsdb_idle(&o->db);
 }
 
-static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie);
+static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie)
+{
+	return vpd_of_flow_stats_parse(m, len, by_cookie);
+}
+
+/*
+ * The flows of every table whose cookie matches cookie under mask, into
+ * by_cookie (cookie -> its counters, flow_stats_cb()); a connection that
+ * fails is opened again once.
+ */
+static bool dump_flows(struct vpd_ovs *o, uint64_t cookie, uint64_t mask,
+		       GHashTable *by_cookie, GError **error)
+{
+	g_autoptr(GByteArray) req = g_byte_array_new();
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		g_autoptr(GError) err = NULL;
+		uint32_t xid;
+
+		if (!vpd_ofconn_connect(&o->of, error))
+			return false;
+		g_byte_array_set_size(req, 0);
+		xid = ++o->of.xid;
+		vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, cookie, mask);
+		if (vpd_ofconn_send(&o->of, req, &err) &&
+		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
+				    by_cookie, &err))
+			return true;
+		if (o->of.c.fd >= 0 || attempt) {
+			g_propagate_error(error, g_steal_pointer(&err));
+			return false;
+		}
+	}
+	g_assert_not_reached();
+}
+
 
 /*
  * Whether OVS still holds each VF's deny flow (and its representor
  * port's) and the bridge's other ports' flow, the flows that make
  * default-deny (without a VF's deny flow, its frames would take the
- * other ports' NORMAL): OVS forgets
- * flows without closing the connection when someone deletes them
- * (ovs-ofctl del-flows) or changes the bridge's fail mode.  False, with
+ * other ports' NORMAL): OVS forgets flows without closing the
+ * connection when someone deletes them (ovs-ofctl del-flows) or changes
+ * the bridge's fail mode.  False, with
  * the first one missing in *what, when one is; an error leaves *what
  * NULL.
  */
@@ -1157,18 +1192,10 @@ static bool audit_flows(struct vpd_ovs *o, const struct vpd_pools *pools, char *
 	const uint64_t mask = VPD_COOKIE_MAGIC_MASK | 0xf8ull << 40;
 	g_autoptr(GHashTable) by_cookie = g_hash_table_new_full(g_int64_hash, g_int64_equal,
 								g_free, g_free);
-	g_autoptr(GByteArray) req = g_byte_array_new();
 	uint64_t others = vpd_others_flow().cookie;
-	uint32_t xid;
 
 	*what = NULL;
-	if (!vpd_ofconn_connect(&o->of, error))
-		return false;
-	xid = ++o->of.xid;
-	vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, VPD_COOKIE_MAGIC, mask);
-	if (!vpd_ofconn_send(&o->of, req, error) ||
-	    !vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
-			     by_cookie, error))
+	if (!dump_flows(o, VPD_COOKIE_MAGIC, mask, by_cookie, error))
 		return false;
 	if (!g_hash_table_contains(by_cookie, &others)) {
 		*what = g_strdup("the bridge's other ports' flow");
@@ -1253,40 +1280,18 @@ void vpd_ovs_tick(struct vpd_ovs *o, struct vpd_pools *pools)
 
 /* ---- flow statistics ---------------------------------------------------- */
 
-static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie)
-{
-	return vpd_of_flow_stats_parse(m, len, by_cookie);
-}
-
 GPtrArray *vpd_ovs_vf_flows(struct vpd_ovs *o, const struct vpd_entry *e, GError **error)
 {
 	unsigned pfi = pf_index(o, e->pool->pf);
-	g_autoptr(GByteArray) req = g_byte_array_new();
 	GHashTable *by_cookie = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
 						      g_free);  /* cookie -> counters */
 	struct vpd_flow f[VPD_VF_MAX_FLOWS];
 	GPtrArray *lines = NULL;
-	uint32_t xid;
 	unsigned n;
 
-	for (int attempt = 0; attempt < 2 && !lines; attempt++) {
-		g_autoptr(GError) err = NULL;
-
-		if (!vpd_ofconn_connect(&o->of, error))
-			break;
-		g_byte_array_set_size(req, 0);
-		xid = ++o->of.xid;
-		vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, vpd_flow_cookie(0, pfi, e->vf),
-					  ~VPD_COOKIE_KIND_MASK);
-		if (vpd_ofconn_send(&o->of, req, &err) &&
-		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
-				    by_cookie, &err)) {
-			lines = g_ptr_array_new_with_free_func(g_free);
-		} else if (o->of.c.fd >= 0 || attempt) {
-			g_propagate_error(error, g_steal_pointer(&err));
-			break;
-		}
-	}
+	if (dump_flows(o, vpd_flow_cookie(0, pfi, e->vf), ~VPD_COOKIE_KIND_MASK, by_cookie,
+		       error))
+		lines = g_ptr_array_new_with_free_func(g_free);
 	if (lines) {
 		n = vpd_vf_flows(e, pfi, f);
 		for (unsigned j = 0; j < n; j++) {
