@@ -322,24 +322,22 @@ static int member_cfg_set(VsriovAdmin *a, uint16_t i, uint64_t fields,
     return vsriov_vf_config_check(vpf, c);
 }
 
-/* The member's counters as the net device's RX_BASIC and TX_BASIC replies */
-static size_t member_stats(VsriovPF *vpf, uint16_t i, uint8_t *out)
+/* Counters @s as the net device's RX_BASIC and TX_BASIC replies */
+static size_t member_stats(const VsriovVFStats *s, uint8_t *out)
 {
     struct virtio_net_stats_rx_basic rx = {};
     struct virtio_net_stats_tx_basic tx = {};
-    VsriovVFStats s = {};
 
-    vsriov_vf_stats(vpf, i, &s);
     rx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_RX_BASIC;
     rx.hdr.size = cpu_to_le16(sizeof(rx));
-    rx.rx_packets = cpu_to_le64(s.rx_packets);
-    rx.rx_bytes = cpu_to_le64(s.rx_bytes);
-    rx.rx_drops = cpu_to_le64(s.rx_dropped);
+    rx.rx_packets = cpu_to_le64(s->rx_packets);
+    rx.rx_bytes = cpu_to_le64(s->rx_bytes);
+    rx.rx_drops = cpu_to_le64(s->rx_dropped);
     tx.hdr.type = VIRTIO_NET_STATS_TYPE_REPLY_TX_BASIC;
     tx.hdr.size = cpu_to_le16(sizeof(tx));
-    tx.tx_packets = cpu_to_le64(s.tx_packets);
-    tx.tx_bytes = cpu_to_le64(s.tx_bytes);
-    tx.tx_drops = cpu_to_le64(s.tx_dropped);
+    tx.tx_packets = cpu_to_le64(s->tx_packets);
+    tx.tx_bytes = cpu_to_le64(s->tx_bytes);
+    tx.tx_drops = cpu_to_le64(s->tx_dropped);
     memcpy(out, &rx, sizeof(rx));
     memcpy(out + sizeof(rx), &tx, sizeof(tx));
     return sizeof(rx) + sizeof(tx);
@@ -356,6 +354,25 @@ static void admin_set_done(VsriovPF *vpf, uint16_t vf, int ret, void *opaque)
     }
     elem = g_steal_pointer(&a->cur);
     admin_complete(a, elem, status_of(ret), NULL, 0);
+    qemu_bh_schedule(a->bh);
+}
+
+/* A QUERY's counters, read off the BQL (vf-stats.c), came. */
+static void admin_stats_done(VsriovPF *vpf, uint16_t vf,
+                             const VsriovVFStats *s, void *opaque)
+{
+    VsriovAdmin *a = vpf->admin;
+    uint8_t result[sizeof(struct vsriov_admin_net_member_cfg) +
+                   sizeof(struct virtio_net_stats_rx_basic) +
+                   sizeof(struct virtio_net_stats_tx_basic)];
+    size_t len = sizeof(struct vsriov_admin_net_member_cfg);
+
+    if (!a || !a->cur || a->gen != (uintptr_t)opaque) {
+        return;     /* the queue was reset, or the VM stopped, meanwhile */
+    }
+    member_cfg_get(vpf, vf, (void *)result);
+    len += member_stats(s, result + len);
+    admin_complete(a, g_steal_pointer(&a->cur), st_ok, result, len);
     qemu_bh_schedule(a->bh);
 }
 
@@ -557,11 +574,19 @@ static bool admin_member_obj(VsriovAdmin *a, uint16_t opcode, uint16_t vf,
             *s = st(VSRIOV_ADMIN_STATUS_EINVAL, VSRIOV_ADMIN_Q_INVALID_FIELD);
             return false;
         }
-        member_cfg_get(a->vpf, vf, (void *)result);
-        *rlen = sizeof(struct vsriov_admin_net_member_cfg);
         if (flags & VSRIOV_ADMIN_MEMBER_QUERY_F_STATS) {
-            *rlen += member_stats(a->vpf, vf, result + *rlen);
+            VsriovVFStats stats;
+
+            if (!vsriov_vf_stats(a->vpf, vf, &stats, admin_stats_done,
+                                 (void *)(uintptr_t)a->gen)) {
+                return true;    /* admin_stats_done() */
+            }
+            *rlen = sizeof(struct vsriov_admin_net_member_cfg);
+            *rlen += member_stats(&stats, result + *rlen);
+        } else {
+            *rlen = sizeof(struct vsriov_admin_net_member_cfg);
         }
+        member_cfg_get(a->vpf, vf, (void *)result);
         *s = st_ok;
         return false;
     }

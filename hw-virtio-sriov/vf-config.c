@@ -5,7 +5,7 @@
  * trust, link state, tx rates) and reads back, whatever channel it came
  * through (the administration virtqueue, admin.c): the checks, the change
  * as one transaction, the defaults a VF starts over with, the link
- * policy, the counters, and what an incoming migration re-applies.
+ * policy, and what an incoming migration re-applies.
  * Results are 0 or a negative errno; the channel maps them to its wire.
  *
  * What belongs to the virtual device is applied here: the VF's MAC (its
@@ -29,17 +29,10 @@
 #include "hw/virtio/virtio-net.h"
 #include "hw/virtio/virtio-pci.h"
 #include "net/net.h"
-#include "net/tap.h"
 #include "net/vhost_net.h"
 #include "standard-headers/linux/ethtool.h"
 #include "vsriov.h"
 #include "trace.h"
-
-#include <net/if.h>
-#include <sys/ioctl.h>
-#ifdef CONFIG_LINUX
-#include <linux/if_tun.h>
-#endif
 
 #define VLAN_VID_MAX    4094
 
@@ -526,52 +519,6 @@ void vsriov_vf_config_reset(VsriovPF *vpf, uint16_t i)
     if (old.link_state != VSRIOV_VF_LINK_AUTO) {
         vf_apply_link(vpf, i);
     }
-}
-
-/*
- * Counters of a tap backend, from the host's view of the tap (its rx is
- * what the VF sent): found through the tap's fd, so taps passed by fd work
- * too.  Other backends' counters belong to a provider.
- */
-bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st)
-{
-#ifdef CONFIG_LINUX
-    NetClientState *nc = vpf->backends[i];
-    g_autofree char *text = NULL;
-    g_auto(GStrv) lines = NULL;
-    struct ifreq ifr = {};
-    size_t len;
-    int fd;
-
-    if (!nc || nc->info->type != NET_CLIENT_DRIVER_TAP) {
-        return false;
-    }
-    fd = tap_get_fd(nc);
-    if (fd < 0 || ioctl(fd, TUNGETIFF, &ifr) < 0 ||
-        !g_file_get_contents("/proc/self/net/dev", &text, &len, NULL)) {
-        return false;
-    }
-    lines = g_strsplit(text, "\n", -1);
-    for (char **l = lines; *l; l++) {
-        g_autofree char *name = NULL;
-        char *colon = strchr(*l, ':');
-
-        if (!colon) {
-            continue;
-        }
-        name = g_strstrip(g_strndup(*l, colon - *l));
-        /* host rx = VF tx, and the other way round */
-        if (!strcmp(name, ifr.ifr_name) &&
-            sscanf(colon + 1, "%" SCNu64 " %" SCNu64 " %*u %" SCNu64
-                   " %*u %*u %*u %" SCNu64 " %" SCNu64 " %" SCNu64
-                   " %*u %" SCNu64, &st->tx_bytes, &st->tx_packets,
-                   &st->tx_dropped, &st->multicast, &st->rx_bytes,
-                   &st->rx_packets, &st->rx_dropped) == 7) {
-            return true;
-        }
-    }
-#endif
-    return false;
 }
 
 void vsriov_vf_config_init(VsriovPF *vpf)

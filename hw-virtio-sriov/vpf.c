@@ -1116,6 +1116,7 @@ bool vsriov_pf_core_realize(VsriovPF *vpf, PCIDevice *pf,
     }
     vpf->sriov_cap = cap_offset;
     vsriov_vf_config_init(vpf);
+    vsriov_vf_stats_init(vpf);
     vdev = virtio_bus_get_device(&VIRTIO_PCI(pf)->bus);
     vsriov_vf_follow_link(vpf, VIRTIO_NET(vdev));
     virtio_add_feature(&vdev->host_features, VIRTIO_F_SR_IOV);
@@ -1190,6 +1191,7 @@ void vsriov_pf_core_exit(VsriovPF *vpf, PCIDevice *pf)
         qemu_bh_delete(vpf->reset_bh);
         vpf->reset_bh = NULL;
     }
+    vsriov_vf_stats_exit(vpf);
     vsriov_vf_config_exit(vpf);
     vpf_destroy_vfs(vpf);
     vpf->sriov_cap = 0;

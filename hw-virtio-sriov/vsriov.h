@@ -292,6 +292,27 @@ typedef struct VsriovPF VsriovPF;
 typedef void VsriovStageDone(VsriovPF *vpf, int ret, Error *err,
                              void *opaque);
 
+/* A VF's counters as the VF sees them (vf-stats.c). */
+typedef struct VsriovVFStats {
+    uint64_t rx_packets, rx_bytes, rx_dropped;
+    uint64_t tx_packets, tx_bytes, tx_dropped;
+    uint64_t multicast;
+} VsriovVFStats;
+
+typedef struct VsriovVFStatsRead VsriovVFStatsRead; /* vf-stats.c */
+/* The last counters read of each VF, and the reads in flight. */
+typedef struct VsriovVFStatsCache {
+    VsriovVFStats st;
+    NetClientState *nc;     /* of this backend */
+    int64_t at;             /* QEMU_CLOCK_REALTIME, ms */
+    bool valid;
+    bool lost;              /* not found the last time (and said so) */
+} VsriovVFStatsCache;
+typedef struct VsriovPFStats {
+    VsriovVFStatsCache *vf;
+    QLIST_HEAD(, VsriovVFStatsRead) reads;
+} VsriovPFStats;
+
 /* The VFs' configuration as the guest set it (vf-config.c), per VF. */
 typedef struct VsriovPFConfig {
     VsriovVFConfig *vf;
@@ -356,6 +377,7 @@ struct VsriovPF {
     uint16_t enabled_vfs;   /* VFs enabled, as last reported */
     uint16_t sriov_cap;
     VsriovPFConfig cfg;         /* (vf-config.c) */
+    VsriovPFStats stats;        /* (vf-stats.c) */
     VsriovAdmin *admin;     /* the administration virtqueue (admin.c) */
     VsriovESwitch *esw;     /* switchdev mode (eswitch.c), with eswitch */
     VsriovFlowTable *flows; /* the eswitch's rules (flow.c), with esw */
@@ -458,15 +480,19 @@ int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i,
                             const VsriovVFConfig *c,
                             VsriovVFConfigDone *done, void *opaque);
 /*
- * The counters of VF @i as the VF sees them, where its backend has them
- * (a tap's); false if not.
+ * The counters of VF @i as the VF sees them, where its backend has them (a
+ * tap's; vf-stats.c).  True if @st holds them now: 0s for a backend without
+ * counters, or what was read less than VSRIOV_VF_STATS_MIN_MS ago.  Else
+ * they are read in a worker thread, and @done gets them in the main loop,
+ * unless the PF goes first.
  */
-typedef struct VsriovVFStats {
-    uint64_t rx_packets, rx_bytes, rx_dropped;
-    uint64_t tx_packets, tx_bytes, tx_dropped;
-    uint64_t multicast;
-} VsriovVFStats;
-bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st);
+#define VSRIOV_VF_STATS_MIN_MS 250
+typedef void VsriovVFStatsDone(VsriovPF *vpf, uint16_t i,
+                               const VsriovVFStats *st, void *opaque);
+bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
+                     VsriovVFStatsDone *done, void *opaque);
+void vsriov_vf_stats_init(VsriovPF *vpf);
+void vsriov_vf_stats_exit(VsriovPF *vpf);
 
 /* The administration virtqueue (admin.c), on a PF's virtio device. */
 void vsriov_admin_init(VsriovPF *vpf);

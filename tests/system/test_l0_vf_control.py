@@ -212,6 +212,80 @@ def test_vf_control_through_pf(netns, guest_factory):
     assert "mac" not in q0["config"] and q0["config"]["vlan"] == 0
 
 
+def tap_counters(ns, tap):
+    """The host's counters of @tap in netns @ns, as VF 0 sees them:
+    (rx packets, tx packets)."""
+    (link,) = json.loads(ns.run(f"ip -j -s link show {tap}").stdout)
+    return link["stats64"]["tx"]["packets"], link["stats64"]["rx"]["packets"]
+
+
+def vf0_counters(g, dev):
+    """VF 0's counters as the guest's PF reports them: (rx, tx) packets."""
+    stats = guest_vfs(g, dev)[0]["stats"]
+    return stats["rx"]["packets"], stats["tx"]["tx_packets"]
+
+
+def test_vf_counters_are_its_taps_wherever_it_goes(netns, guest_factory):
+    """A VF's counters are its own tap's, found through the tap's fd, not
+    whatever device has the tap's name in QEMU's network namespace (issue
+    36).  They match the host's view of the tap; when the tap moves to
+    another namespace and another device takes its name in QEMU's, the
+    guest is not given that device's counters: they read 0 (as the spec
+    has it for counters a device does not keep) and QEMU's log says why.
+    Back in QEMU's namespace, they are the tap's again, still counting."""
+    host = netns("vsr-vfs")
+    host_switch(host, 1)
+    host.run("ip addr add 10.24.0.254/24 dev br0")
+    g = guest_factory("vfstats", netns=host.name, qemu_args=vpf_args(1))
+    pf = g.check(FIND_PF).strip()
+    dev = pf_netdev(g, pf)
+    enable_vfs(g, pf, 1)
+    vf_into_netns(g, pf, 0, "a", "10.24.0.1/24")
+    g.wait_until("ip -n a link show pod0 | grep -q LOWER_UP", timeout=30)
+
+    def counters_become(want, not_seen=None, timeout=30):
+        """Poll (the driver refreshes its snapshot at most once a second)
+        until VF 0's counters are want(); never those of @not_seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got, expected = vf0_counters(g, dev), want()
+            assert not_seen is None or got[0] < not_seen, (got, not_seen)
+            if got == expected:
+                return got
+            assert time.monotonic() < deadline, (got, expected)
+            time.sleep(0.3)
+
+    # The path works: the VF's counters are its tap's, both ways.
+    host.run("ping -c 5 -i 0.2 -W 5 10.24.0.1")
+    first = counters_become(lambda: tap_counters(host, "tvf0"))
+    assert min(first) >= 5, first
+
+    # The tap moves to another namespace; a veth that has sent 300
+    # packets takes its name in QEMU's.
+    other = netns("vsr-vfo")
+    host.run(f"ip link set tvf0 netns {other.name}")
+    host.run("ip link add tvf0 type veth peer name tvf0peer && ip link set tvf0peer up && "
+             "ip addr add 10.25.0.1/24 dev tvf0 && ip link set tvf0 up && "
+             "ip neigh add 10.25.0.2 lladdr 02:00:00:00:00:99 dev tvf0")
+    host.run("ping -q -c 300 -i 0.002 -W 0.01 10.25.0.2", check=False)
+    impostor = tap_counters(host, "tvf0")[0]
+    assert impostor >= 300, impostor
+    counters_become(lambda: (0, 0), not_seen=impostor)
+    with open(g.qemu_log) as f:
+        assert ("VF 0's counters read 0: link tvf0 in QEMU's network namespace "
+                "is not its tap") in f.read()
+
+    # Home again: the tap's own counters, with what it counted away.
+    host.run("ip link del tvf0")
+    other.run(f"ip link set tvf0 netns {host.name}")
+    host.run("ip link set tvf0 master br0 && ip link set tvf0 up")
+    host.run("ping -c 5 -i 0.2 -W 5 10.24.0.1")
+    again = counters_become(lambda: tap_counters(host, "tvf0"), not_seen=impostor)
+    assert again[0] >= first[0] + 5 and again[1] >= first[1] + 5, (first, again)
+    with open(g.qemu_log) as f:
+        assert "VF 0's counters are its tap's again" in f.read()
+
+
 def test_unpatched_guest_is_unaffected(netns, guest_factory):
     host = netns("vsr-vfu")
     host_switch(host, 2)

@@ -26,6 +26,7 @@ LAYERS = [
     ("switchdev mode", ["eswitch.c"]),
     ("PF core", ["vpf.c"]),
     ("VF configuration core", ["vf-config.c"]),
+    ("VF counters", ["vf-stats.c"]),
     ("pool providers", ["daemon-pool.c", "vdpa-mem.c"]),
     ("the daemon pool's connection", ["daemon-client.c"]),
     ("pool interface", ["pool.c"]),
