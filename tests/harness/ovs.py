@@ -6,7 +6,10 @@ Bookworm's OVS lacks the DPDK datapath, so the trixie chroot's
 ovs-vswitchd-dpdk (OVS 3.5, DPDK 24.11) runs, without hugepages or PCI
 devices.  Its run folder is bind-mounted into the chroot, so the vhost-user
 sockets it serves are reachable from QEMU outside at the same inode.  No
-physical port is added: traffic stays between the ports of the test.
+physical port is added: traffic stays between the ports of the test.  It
+runs in a network namespace of its own: the persistent taps its userspace
+datapath makes (`ovs-netdev`, one per bridge) go with the namespace, even
+when a test ends before it deletes its bridges.
 """
 import os
 import subprocess
@@ -14,6 +17,7 @@ import tempfile
 import time
 
 from . import paths
+from .netns import NetNS
 
 CHROOT_RUN = "/mnt/vsriov-ovs"
 
@@ -76,6 +80,7 @@ class OvsDpdk:
         self.root = os.environ.get("TRIXIE_ROOT", os.path.join(paths.CACHE, "trixie"))
         self.rundir = tempfile.mkdtemp(prefix="vsr-ovs-", dir="/tmp")
         self.mounts = []
+        self.ns = None
 
     def _mount(self, what, where, *opts):
         if subprocess.run(["mountpoint", "-q", where]).returncode == 0:
@@ -87,13 +92,15 @@ class OvsDpdk:
     def chroot(self, cmd, timeout=60, check=True):
         env = (f"PATH=/usr/sbin:/usr/bin:/sbin:/bin OVS_RUNDIR={CHROOT_RUN} "
                f"OVS_LOGDIR={CHROOT_RUN} OVS_DBDIR={CHROOT_RUN}")
-        return _sh(f"chroot {self.root} /usr/bin/env -i {env} sh -c '{cmd}'", timeout, check)
+        return _sh(f"ip netns exec {self.ns.name} chroot {self.root} /usr/bin/env -i {env} "
+                   f"sh -c '{cmd}'", timeout, check)
 
     def vsctl(self, args, timeout=60):
         return self.chroot(f"ovs-vsctl --timeout={timeout} --db=unix:{CHROOT_RUN}/db.sock {args}",
                            timeout + 10).stdout
 
     def start(self):
+        self.ns = NetNS("vsr-ovs").__enter__()
         self._mount("proc", f"{self.root}/proc", "-t proc")
         self._mount("sys", f"{self.root}/sys", "-t sysfs")
         self._mount("/dev", f"{self.root}/dev", "--bind")
@@ -189,3 +196,6 @@ class OvsDpdk:
         for m in reversed(self.mounts):
             _sh(f"umount -l {m}", check=False)
         _sh(f"rm -rf {self.rundir}", check=False)
+        if self.ns:
+            self.ns.close()
+            self.ns = None
