@@ -1068,6 +1068,81 @@ static void daemon_flow_stats(VsriovPool *pool, uint32_t id,
     send_flow_id(pool, VPD_MSG_FLOW_STATS, id, done, opaque);
 }
 
+/* ---- a VF's counters (vf-stats.c) ------------------------------------- */
+
+typedef struct StatsCall {
+    VsriovPoolStatsDone *done;
+    void *opaque;
+} StatsCall;
+
+/*
+ * VF_STATS' answer: the VF's switch port's counters (PORT_STATS: have,
+ * then VPD_PS_N values), as the VF sees them: the port's rx is what the
+ * VF sent, and what its policer dropped the VF sent too.
+ */
+static void vf_stats_done(DaemonReq *req)
+{
+    g_autofree StatsCall *call = req->opaque;
+    const struct vpd_attr_view *a = NULL;
+    Error *err = g_steal_pointer(&req->error);
+    uint64_t v[1 + VPD_PS_N] = { 0 };
+    VsriovVFStats st = { 0 };
+    int ret = -req->err;
+
+    if (!ret) {
+        a = vpd_msg_get(req->reply, VPD_A_PORT_STATS);
+        if (!a) {
+            const char *why = vpd_attr_str(vpd_msg_get(req->reply,
+                                                       VPD_A_MESSAGE));
+
+            error_setg(&err, "the daemon has no counters of its port: %s",
+                       why ? why : "(no reason given)");
+            ret = -ENODATA;
+        } else if (vpd_attr_u64_count(a) != G_N_ELEMENTS(v)) {
+            error_setg(&err, "the daemon's PORT_STATS has %u values, not %zu",
+                       vpd_attr_u64_count(a), G_N_ELEMENTS(v));
+            ret = -EIO;
+        }
+    }
+    if (ret) {
+        error_prepend(&err, "VF_STATS: ");
+        call->done(call->opaque, ret, NULL, err);
+        return;
+    }
+    for (unsigned i = 0; i < G_N_ELEMENTS(v); i++) {
+        vpd_attr_u64_at(a, i, &v[i]);
+    }
+    st.tx_packets = v[1 + VPD_PS_RX_PACKETS];
+    st.tx_bytes = v[1 + VPD_PS_RX_BYTES];
+    st.tx_dropped = v[1 + VPD_PS_RX_DROPPED] + v[1 + VPD_PS_POLICER_DROPPED];
+    st.rx_packets = v[1 + VPD_PS_TX_PACKETS];
+    st.rx_bytes = v[1 + VPD_PS_TX_BYTES];
+    st.rx_dropped = v[1 + VPD_PS_TX_DROPPED];
+    call->done(call->opaque, 0, &st, NULL);
+}
+
+static void daemon_vf_stats(VsriovPool *pool, const char *netdev,
+                            VsriovPoolStatsDone *done, void *opaque)
+{
+    VsriovDaemonPool *dp = VSRIOV_DAEMON_POOL(pool);
+    StatsCall *call = g_new0(StatsCall, 1);
+    int i = slot_of(dp, netdev);
+    struct vpd_builder *m;
+
+    call->done = done;
+    call->opaque = opaque;
+    if (i < 0) {
+        Error *err = NULL;
+
+        error_setg(&err, "netdev '%s' is not one of this pool's", netdev);
+        vsriov_daemon_fail(dp->client, vf_stats_done, call, ENODEV, err);
+        return;
+    }
+    m = msg_new(VPD_MSG_VF_STATS);
+    vpd_put_u32(m, VPD_A_HANDLE, dp->handles[i]);
+    vsriov_daemon_send(dp->client, m, 0, vf_stats_done, call);
+}
+
 /* The daemon's MAC for its VF: what a VDUSE device cannot carry itself. */
 static bool daemon_backend_mac(VsriovPool *pool, const char *netdev,
                                MACAddr *mac)
@@ -1616,6 +1691,7 @@ static void daemon_pool_class_init(ObjectClass *oc, const void *data)
     pc->flow_add = daemon_flow_add;
     pc->flow_del = daemon_flow_del;
     pc->flow_stats = daemon_flow_stats;
+    pc->vf_stats = daemon_vf_stats;
 
     object_class_property_add_str(oc, "socket", get_socket, set_socket);
     object_class_property_set_description(oc, "socket",

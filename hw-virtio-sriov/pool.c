@@ -271,6 +271,18 @@ int vsriov_pool_flow_stats(VsriovPool *pool, uint32_t id,
     return 1;
 }
 
+bool vsriov_pool_vf_stats(VsriovPool *pool, NetClientState *backend,
+                          VsriovPoolStatsDone *done, void *opaque)
+{
+    VsriovPoolClass *pc = VSRIOV_POOL_GET_CLASS(pool);
+
+    if (!pc->vf_stats) {
+        return false;
+    }
+    pc->vf_stats(pool, backend->name, done, opaque);
+    return true;
+}
+
 /* A list of netdev ids: none empty, none twice. */
 static bool pool_check_ids(strList *list, const char *prop, Error **errp)
 {

@@ -1,8 +1,10 @@
 /*
  * vsriov VF counters
  *
- * A VF's counters are its backend's, where the backend has them: a tap's,
- * as the host sees the tap (its rx is what the VF sent).  The tap is named
+ * A VF's counters come from its pool's provider where it keeps them (a
+ * host daemon's: the VF's switch port's, VsriovPoolClass.vf_stats), else
+ * from its backend where the backend has them: a tap's, as the host sees
+ * the tap (its rx is what the VF sent).  The tap is named
  * by the fd QEMU holds, so a tap passed by fd counts too: TUNGETIFF gives
  * its name and SIOCGIFHWADDR its MAC, both from the device itself, in
  * whatever network namespace it is now.  Its counters are asked for by
@@ -13,9 +15,10 @@
  * device does not keep) and QEMU says why, once until they are found again.
  *
  * The ioctls on a tap take the host's RTNL, which any process on the host
- * may hold for long, and RTM_GETLINK takes it too: so the counters are read
- * in a worker thread, never in a vCPU or under the BQL, and the command
- * that asked is answered when the worker is done.  A VF's counters are
+ * may hold for long, and RTM_GETLINK takes it too: so a tap's counters are
+ * read in a worker thread, never in a vCPU or under the BQL, and the
+ * command that asked is answered when the worker (or the provider) is
+ * done.  A VF's counters are
  * read at most every VSRIOV_VF_STATS_MIN_MS: a guest asking more often
  * gets the last ones, so it cannot keep the host's RTNL busy.
  *
@@ -44,12 +47,12 @@
 #include <linux/if_link.h>
 #endif
 
-/* One read of a VF's counters, in a worker. */
+/* One read of a VF's counters, by a worker or the pool's provider. */
 struct VsriovVFStatsRead {
     VsriovPF *vpf;          /* NULL: the PF went; nobody waits */
     uint16_t vf;
     NetClientState *nc;     /* the backend it reads */
-    int fd;                 /* a duplicate of the tap's, the worker's */
+    int fd;                 /* a duplicate of the tap's, the worker's; or -1 */
     bool ok;
     VsriovVFStats st;
     char *why;              /* why not @ok */
@@ -215,13 +218,17 @@ static int stats_read(void *opaque)
     return 0;
 }
 
+#endif
+
 /* Back in the main loop: keep the counters, and tell whoever waits. */
-static void stats_read_done(void *opaque, int ret)
+static void read_done(void *opaque, int ret)
 {
     VsriovVFStatsRead *r = opaque;
     VsriovPF *vpf = r->vpf;
 
-    close(r->fd);
+    if (r->fd >= 0) {
+        close(r->fd);
+    }
     if (vpf) {
         VsriovVFStatsCache *c = &vpf->stats.vf[r->vf];
 
@@ -236,8 +243,8 @@ static void stats_read_done(void *opaque, int ret)
             warn_report("virtual SR-IOV PF '%s': VF %u's counters read 0: %s",
                         DEVICE(vpf->pf)->id, r->vf, r->why);
         } else if (!ret && c->lost) {
-            info_report("virtual SR-IOV PF '%s': VF %u's counters are its "
-                        "tap's again", DEVICE(vpf->pf)->id, r->vf);
+            info_report("virtual SR-IOV PF '%s': VF %u's counters are read "
+                        "again", DEVICE(vpf->pf)->id, r->vf);
         }
         c->lost = ret;
         r->done(vpf, r->vf, &c->st, r->opaque);
@@ -245,16 +252,46 @@ static void stats_read_done(void *opaque, int ret)
     g_free(r->why);
     g_free(r);
 }
-#endif
+
+static void provider_done(void *opaque, int ret, const VsriovVFStats *st,
+                          Error *err)
+{
+    VsriovVFStatsRead *r = opaque;
+
+    if (ret) {
+        r->why = g_strdup(err ? error_get_pretty(err) : strerror(-ret));
+    } else {
+        r->st = *st;
+    }
+    error_free(err);
+    read_done(r, ret);
+}
+
+static VsriovVFStatsRead *read_new(VsriovPF *vpf, uint16_t i,
+                                   NetClientState *nc, int fd,
+                                   VsriovVFStatsDone *done, void *opaque)
+{
+    VsriovVFStatsRead *r = g_new0(VsriovVFStatsRead, 1);
+
+    r->vpf = vpf;
+    r->vf = i;
+    r->nc = nc;
+    r->fd = fd;
+    r->done = done;
+    r->opaque = opaque;
+    QLIST_INSERT_HEAD(&vpf->stats.reads, r, next);
+    return r;
+}
 
 bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
                      VsriovVFStatsDone *done, void *opaque)
 {
     VsriovVFStatsCache *c = &vpf->stats.vf[i];
     NetClientState *nc = vpf->backends[i];
+    VsriovVFStatsRead *r;
 
     *st = (VsriovVFStats){};
-    if (!nc || nc->info->type != NET_CLIENT_DRIVER_TAP) {
+    if (!nc) {
         return true;
     }
     if (c->valid && c->nc == nc &&
@@ -263,30 +300,27 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
         *st = c->st;
         return true;
     }
+    r = read_new(vpf, i, nc, -1, done, opaque);
+    if (vsriov_pool_vf_stats(vpf->pool, nc, provider_done, r)) {
+        return false;
+    }
+    /* (the provider keeps none: nothing will answer it) */
+    QLIST_REMOVE(r, next);
+    g_free(r);
 #ifdef CONFIG_LINUX
-    {
-        VsriovVFStatsRead *r;
+    if (nc->info->type == NET_CLIENT_DRIVER_TAP) {
         int fd = tap_get_fd(nc);
 
         /* (the worker's own: the backend may close its fd meanwhile) */
         fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
-        if (fd < 0) {
-            return true;
+        if (fd >= 0) {
+            r = read_new(vpf, i, nc, fd, done, opaque);
+            thread_pool_submit_aio(stats_read, r, read_done, r);
+            return false;
         }
-        r = g_new0(VsriovVFStatsRead, 1);
-        r->vpf = vpf;
-        r->vf = i;
-        r->nc = nc;
-        r->fd = fd;
-        r->done = done;
-        r->opaque = opaque;
-        QLIST_INSERT_HEAD(&vpf->stats.reads, r, next);
-        thread_pool_submit_aio(stats_read, r, stats_read_done, r);
-        return false;
     }
-#else
-    return true;
 #endif
+    return true;
 }
 
 void vsriov_vf_stats_init(VsriovPF *vpf)

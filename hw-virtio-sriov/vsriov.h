@@ -105,6 +105,21 @@ typedef void VsriovPoolDone(void *opaque, int ret, Error *err);
 typedef void VsriovPoolFlowDone(void *opaque, int ret, uint64_t packets,
                                 uint64_t bytes, Error *err);
 
+/* A VF's counters as the VF sees them (vf-stats.c). */
+typedef struct VsriovVFStats {
+    uint64_t rx_packets, rx_bytes, rx_dropped;
+    uint64_t tx_packets, tx_bytes, tx_dropped;
+    uint64_t multicast;
+} VsriovVFStats;
+
+/*
+ * Completion of vf_stats: the VF's counters (@st valid during the call),
+ * or @ret < 0 and @err, which the callee hands over (-ENODATA: the
+ * provider has none now).
+ */
+typedef void VsriovPoolStatsDone(void *opaque, int ret,
+                                 const VsriovVFStats *st, Error *err);
+
 /* Completion of rep_open: @netdev valid during the call, or @ret < 0. */
 typedef void VsriovPoolRepDone(void *opaque, const char *netdev, int ret,
                                Error *err);
@@ -230,6 +245,13 @@ struct VsriovPoolClass {
     void (*flow_stats)(VsriovPool *pool, uint32_t id,
                        VsriovPoolFlowDone *done, void *opaque);
     /*
+     * Optional: the counters of the VF on netdev @id as the VF sees them,
+     * from the provider's switch; @done later, from the main loop.
+     * Without it the VF's counters are its backend's, if it has any.
+     */
+    void (*vf_stats)(VsriovPool *pool, const char *id,
+                     VsriovPoolStatsDone *done, void *opaque);
+    /*
      * Optional: whether the pool has its backends (without it: ready).
      * A pool still claiming them (a daemon pool added at run time) hands
      * them out only through claim_async, whose @done comes when they
@@ -266,6 +288,9 @@ int vsriov_pool_flow_del(VsriovPool *pool, uint32_t id,
 int vsriov_pool_flow_stats(VsriovPool *pool, uint32_t id,
                            VsriovPoolFlowDone *done, void *opaque,
                            Error **errp);
+/* VsriovPoolClass's vf_stats: false if the pool has none (nothing called) */
+bool vsriov_pool_vf_stats(VsriovPool *pool, NetClientState *backend,
+                          VsriovPoolStatsDone *done, void *opaque);
 
 typedef struct VsriovPoolEntry {
     char *netdev;       /* -netdev id */
@@ -291,13 +316,6 @@ typedef struct VsriovPF VsriovPF;
 /* A staging's end (vsriov_pf_stage_vfs()): @err is the callee's. */
 typedef void VsriovStageDone(VsriovPF *vpf, int ret, Error *err,
                              void *opaque);
-
-/* A VF's counters as the VF sees them (vf-stats.c). */
-typedef struct VsriovVFStats {
-    uint64_t rx_packets, rx_bytes, rx_dropped;
-    uint64_t tx_packets, tx_bytes, tx_dropped;
-    uint64_t multicast;
-} VsriovVFStats;
 
 typedef struct VsriovVFStatsRead VsriovVFStatsRead; /* vf-stats.c */
 /* The last counters read of each VF, and the reads in flight. */

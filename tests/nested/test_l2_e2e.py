@@ -138,6 +138,22 @@ def test_same_vlan_passes_through_the_switch(pods):
     for p in ("a", "b"):
         assert grew(before, after, p, "rx_pkts") >= 5, (before, after)
         assert grew(before, after, p, "tx_pkts") >= 5, (before, after)
+    # The guest reads each VF's counters through its PF (`ip -s link`:
+    # VF_STATS of the daemon): its switch port's, as OVSDB's Interface
+    # statistics have them (refreshed every 5 s), from the VF's side.
+    vf, port = PODS["a"][0], vf_port(PODS["a"][0])
+    deadline = time.monotonic() + 60
+    while True:
+        (link,) = json.loads(s.l2.check(f"ip -j -s link show {s.pf_dev}"))
+        got = link["vfinfo_list"][vf]["stats"]
+        got = (got["tx"]["tx_packets"], got["rx"]["packets"])
+        ovs = s.l1.check(f"ovs-vsctl get Interface {port} statistics:rx_packets "
+                         f"statistics:tx_packets").split()
+        want = (int(ovs[0]), int(ovs[1]))
+        if got == want and min(got) >= 5:
+            break
+        assert time.monotonic() < deadline, (got, want)
+        time.sleep(0.5)
 
 
 def test_other_vlan_is_isolated(pods):

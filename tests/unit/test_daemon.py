@@ -234,6 +234,24 @@ def test_attributes_within_policy(daemon):
         assert all(v["VLAN"] == 0 for v in c.status())
 
 
+def test_vf_stats_only_of_ones_own_vfs(daemon):
+    """VF_STATS (a guest reading its VF's counters through QEMU): of a VF
+    this connection claimed, a REPLY; with this daemon, which runs without
+    OVS, without counters and saying why.  Another connection's VF, or
+    none: refused."""
+    with daemon.client() as c, daemon.client() as other:
+        ((vf, fd),) = c.claim("a", 1)
+        os.close(fd)
+        out = c.request(vpd.VF_STATS, [("HANDLE", vf["HANDLE"])])[0]
+        assert out == [("MESSAGE", "the daemon runs without OVS")]
+        with pytest.raises(vpd.DaemonError) as e:
+            other.request(vpd.VF_STATS, [("HANDLE", vf["HANDLE"])])
+        assert e.value.errno == 1 and "is not claimed by this client" in e.value.message
+        with pytest.raises(vpd.DaemonError) as e:
+            c.request(vpd.VF_STATS, [("HANDLE", 999)])
+        assert e.value.errno == 2 and e.value.message == "no VF has handle 999"
+
+
 def test_unauthorised_peer_is_refused(daemon):
     p = holder(daemon, "a", 1, user=NOBODY)
     _, err = p.communicate(timeout=30)

@@ -40,6 +40,7 @@ GOLDEN = {
     "flow-del": (vpd.FLOW_DEL, 15, [("FLOW_ID", 7)]),
     "flow-stats": (vpd.FLOW_STATS, 16, [("FLOW_ID", 7)]),
     "reply-flow-stats": (vpd.REPLY, 16, [("PACKETS", 3), ("BYTES", (1 << 40) + 294)]),
+    "vf-stats": (vpd.VF_STATS, 17, [("HANDLE", 3)]),
     "error": (vpd.ERROR, 11, [("ERRNO", 28),
                               ("MESSAGE", "pool 'a' has 0 free VF(s), 1 asked")]),
 }

@@ -41,16 +41,10 @@ void vpd_hist_observe(struct vpd_hist *h, uint64_t ns);
 void vpd_hist_put(struct vpd_builder *b, uint16_t type, const struct vpd_hist *h);
 
 /*
- * A VF's switch port's counters, as OVS's Interface statistics name them
- * (vpd_port_stat_ovs_key); have: a bit (1 << stat) per counter OVS gave.
- * On the wire (PORT_STATS): have, then the VPD_PS_N values.
+ * A VF's switch port's counters (enum vpd_port_stat, protocol.h), as OVS's
+ * Interface statistics name them (vpd_port_stat_ovs_key); have: a bit
+ * (1 << stat) per counter OVS gave.
  */
-enum vpd_port_stat {
-	VPD_PS_RX_PACKETS, VPD_PS_RX_BYTES, VPD_PS_RX_DROPPED,
-	VPD_PS_TX_PACKETS, VPD_PS_TX_BYTES, VPD_PS_TX_DROPPED,
-	VPD_PS_POLICER_DROPPED,         /* the port's ingress policer (police.h) */
-	VPD_PS_N,
-};
 extern const char *const vpd_port_stat_ovs_key[VPD_PS_N];
 
 struct vpd_port_stats {

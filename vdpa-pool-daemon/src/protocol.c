@@ -218,6 +218,7 @@ static bool known_type(uint16_t type)
 	case VPD_MSG_FLOW_DEL:
 	case VPD_MSG_FLOW_STATS:
 	case VPD_MSG_METRICS:
+	case VPD_MSG_VF_STATS:
 	case VPD_MSG_REPLY:
 	case VPD_MSG_ERROR:
 		return true;

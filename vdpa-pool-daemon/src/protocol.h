@@ -49,8 +49,23 @@ enum vpd_msg_type {
 	VPD_MSG_METRICS = 11,   /* -> every pooled VF (with PORT_STATS), each
 				 * pool's POOL_STATS, the CONNS by uid,
 				 * START_TIME; root only */
+	VPD_MSG_VF_STATS = 12,  /* HANDLE (a VF the connection claimed) ->
+				 * PORT_STATS of its switch port, absent
+				 * when OVS could not say */
 	VPD_MSG_REPLY = 64,     /* success; may carry VFs */
 	VPD_MSG_ERROR = 65,     /* errno, message */
+};
+
+/*
+ * PORT_STATS (METRICS, VF_STATS): u64s have (bit N: value N is there),
+ * then VPD_PS_N values, the switch port's counters as the switch sees
+ * them (rx: what the VF sent).
+ */
+enum vpd_port_stat {
+	VPD_PS_RX_PACKETS, VPD_PS_RX_BYTES, VPD_PS_RX_DROPPED,
+	VPD_PS_TX_PACKETS, VPD_PS_TX_BYTES, VPD_PS_TX_DROPPED,
+	VPD_PS_POLICER_DROPPED,         /* the port's ingress policer (police.h) */
+	VPD_PS_N,
 };
 
 enum vpd_attr {

@@ -1505,8 +1505,8 @@ static GBytes *metrics_reply(struct vpd_server *s, uint32_t seq, GArray *stats,
 	return g_steal_pointer(&msg);
 }
 
-/* A STATUS waiting for the flows, or a METRICS for the ports' counters
- * (at most VPD_FLOWS_WAIT_MS). */
+/* A STATUS waiting for the flows, or a METRICS or VF_STATS for the ports'
+ * counters (at most VPD_FLOWS_WAIT_MS). */
 struct status_op {
 	struct vpd_server *s;
 	uint64_t client;
@@ -1514,8 +1514,27 @@ struct status_op {
 	guint timer;
 	unsigned refs;          /* the datapath's answer, the timer, do_query */
 	bool metrics;           /* a METRICS */
+	bool vf_stats;          /* a VF_STATS (metrics too) */
 	bool in_request, answered, ok;
 };
+
+/*
+ * The reply to VF_STATS: the VF's port's counters, or none and why
+ * (stats NULL or without any: unknown).
+ */
+static GBytes *vf_stats_reply(uint32_t seq, GArray *stats, const char *unknown)
+{
+	const struct vpd_port_stats *ps = stats && stats->len ?
+		&g_array_index(stats, struct vpd_port_stats, 0) : NULL;
+	struct vpd_builder b;
+
+	vpd_builder_init(&b, VPD_MSG_REPLY, seq);
+	if (ps && ps->have)
+		vpd_port_stats_put(&b, ps);
+	else
+		vpd_put_str(&b, VPD_A_MESSAGE, unknown ? unknown : "OVS has no counters of its port");
+	return vpd_builder_finish(&b);
+}
 
 static void status_unref(struct status_op *op)
 {
@@ -1532,7 +1551,9 @@ static void status_answer(struct status_op *op, GPtrArray *flows, GArray *stats,
 	op->answered = true;
 	if (!c)
 		return;
-	if (!op->metrics)
+	if (op->vf_stats)
+		reply = vf_stats_reply(op->seq, stats, unknown);
+	else if (!op->metrics)
 		reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
 	else
 		reply = metrics_reply(op->s, op->seq, stats, unknown);
@@ -1582,12 +1603,65 @@ static gboolean status_timeout(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
+/*
+ * The datapath's part of a STATUS, METRICS or VF_STATS (vf: the VF's
+ * entry): the answer waits for it, never longer than VPD_FLOWS_WAIT_MS.
+ */
+static bool ask_datapath(struct client *c, const struct vpd_msg *m, bool metrics,
+			 struct vpd_entry *vf)
+{
+	struct vpd_server *s = c->s;
+	g_autoptr(GPtrArray) one = NULL;
+	struct status_op *op;
+	bool answered, ok;
+
+	op = g_new0(struct status_op, 1);
+	op->s = s;
+	op->client = c->id;
+	op->seq = m->seq;
+	op->metrics = metrics;
+	op->vf_stats = vf != NULL;
+	op->refs = 3;           /* the datapath's answer, the timer, this call */
+	op->in_request = true;
+	c->pending = true;
+	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
+	if (vf) {
+		one = g_ptr_array_new();
+		g_ptr_array_add(one, vf);
+		s->port_stats(one, s->port_stats_opaque, metrics_stats_done, op);
+	} else if (metrics) {
+		s->port_stats(s->pools->entries, s->port_stats_opaque, metrics_stats_done, op);
+	} else {
+		s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
+	}
+	op->in_request = false;
+	answered = op->answered;
+	ok = op->ok;
+	status_unref(op);
+	return answered ? ok : true;
+}
+
+/* VF_STATS: the counters of a VF the connection claimed, from its port. */
+static bool do_vf_stats(struct client *c, const struct vpd_msg *m)
+{
+	g_autoptr(GBytes) reply = NULL;
+	struct vpd_entry *e;
+	bool ok;
+
+	if (!(e = rep_entry(c, m, "VF_STATS needs the HANDLE of a VF", &ok)))
+		return ok;
+	if (!c->s->port_stats || !e->rep) {
+		reply = vf_stats_reply(m->seq, NULL, !c->s->port_stats ?
+				       "the daemon runs without OVS" : "the VF has no switch port");
+		return send_all(c, reply, NULL, 0);
+	}
+	return ask_datapath(c, m, true, e);
+}
+
 static bool do_query(struct client *c, const struct vpd_msg *m, bool all, bool metrics)
 {
 	struct vpd_server *s = c->s;
 	g_autoptr(GBytes) reply = NULL;
-	struct status_op *op;
-	bool answered, ok;
 
 	if (metrics && c->cred.uid != 0)
 		return send_error(c, m->seq, EPERM, "METRICS is for root only");
@@ -1603,25 +1677,8 @@ static bool do_query(struct client *c, const struct vpd_msg *m, bool all, bool m
 		reply = query_reply(s, c->id, m->seq, all, NULL, NULL);
 		return send_all(c, reply, NULL, 0);
 	}
-	/* The flows or counters, from OVS: the answer waits for them, never long. */
-	op = g_new0(struct status_op, 1);
-	op->s = s;
-	op->client = c->id;
-	op->seq = m->seq;
-	op->metrics = metrics;
-	op->refs = 3;           /* the datapath's answer, the timer, this call */
-	op->in_request = true;
-	c->pending = true;
-	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
-	if (metrics)
-		s->port_stats(s->pools->entries, s->port_stats_opaque, metrics_stats_done, op);
-	else
-		s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
-	op->in_request = false;
-	answered = op->answered;
-	ok = op->ok;
-	status_unref(op);
-	return answered ? ok : true;
+	/* The flows or counters, from OVS */
+	return ask_datapath(c, m, metrics, NULL);
 }
 
 static bool handle(struct client *c, GBytes *bytes)
@@ -1656,6 +1713,8 @@ static bool handle(struct client *c, GBytes *bytes)
 		return do_flow_del(c, m);
 	case VPD_MSG_FLOW_STATS:
 		return do_flow_stats(c, m);
+	case VPD_MSG_VF_STATS:
+		return do_vf_stats(c, m);
 	default:
 		return send_error(c, m->seq, EOPNOTSUPP, "unknown request type");
 	}

@@ -119,6 +119,9 @@ static GBytes *golden_build(const char *name)
 		vpd_builder_init(&b, VPD_MSG_REPLY, 16);
 		vpd_put_u64(&b, VPD_A_PACKETS, 3);
 		vpd_put_u64(&b, VPD_A_BYTES, (1ull << 40) + 294);
+	} else if (!strcmp(name, "vf-stats")) {
+		vpd_builder_init(&b, VPD_MSG_VF_STATS, 17);
+		vpd_put_u32(&b, VPD_A_HANDLE, 3);
 	} else if (!strcmp(name, "error")) {
 		vpd_builder_init(&b, VPD_MSG_ERROR, 11);
 		vpd_put_u32(&b, VPD_A_ERRNO, 28);
@@ -171,7 +174,7 @@ static void test_golden(void)
 		g_assert_nonnull(msg);
 		n++;
 	}
-	g_assert_cmpuint(n, ==, 13);
+	g_assert_cmpuint(n, ==, 14);
 }
 
 static void test_roundtrip_claim(void)
@@ -327,7 +330,7 @@ static const struct bad_case bad_cases[] = {
 	{ "magic", 0x12345678, 1, 1, {0}, 0, 0, "bad magic" },
 	{ "version", VPD_MAGIC, 2, 1, {0}, 0, 0, "unsupported protocol version" },
 	{ "type", VPD_MAGIC, 1, 99, {0}, 0, 0, "unknown message type" },
-	{ "type-after-metrics", VPD_MAGIC, 1, 12, {0}, 0, 0, "unknown message type" },
+	{ "type-after-vf-stats", VPD_MAGIC, 1, 13, {0}, 0, 0, "unknown message type" },
 	{ "type-zero", VPD_MAGIC, 1, 0, {0}, 0, 0, "unknown message type" },
 	{ "rep-port-no-nul", VPD_MAGIC, 1, VPD_MSG_REPLY, { 22, 0, 2, 0, 'v', 'r', 0, 0 }, 8, 0,
 	  "string attribute not NUL-terminated or too long" },

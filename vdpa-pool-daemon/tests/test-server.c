@@ -8,7 +8,8 @@
  * tests/unit/test_daemon.py; a recycled pid cannot be provoked there, and
  * the state file's load releases such claims before the watch sees them.)
  * And METRICS: the claims and releases it counts, its histograms, and its
- * refusal to a peer that is not root.
+ * refusal to a peer that is not root; VF_STATS: a VF's port's counters for
+ * the connection that claimed it only.
  */
 #define _GNU_SOURCE
 #include "metrics.h"
@@ -16,6 +17,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <gio/gio.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -408,6 +410,118 @@ static void test_metrics_root_only(struct fixture *f, gconstpointer data)
 	g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
+/* OVS's counters, as the daemon's OVS worker would give them, or none. */
+struct fake_ports {
+	unsigned asked;
+	const struct vpd_entry *entry;  /* the one entry of the last question */
+	bool fail;
+};
+
+static void fake_port_stats(GPtrArray *entries, void *opaque, vpd_port_stats_done_fn done,
+			    void *done_opaque)
+{
+	struct fake_ports *fp = opaque;
+	g_autoptr(GArray) out = g_array_new(FALSE, TRUE, sizeof(struct vpd_port_stats));
+	g_autoptr(GError) err = NULL;
+	struct vpd_port_stats st = { 0 };
+
+	fp->asked++;
+	g_assert_cmpuint(entries->len, ==, 1);
+	fp->entry = entries->pdata[0];
+	if (fp->fail) {
+		err = g_error_new_literal(G_IO_ERROR, G_IO_ERROR_FAILED, "ovsdb-server is gone");
+		done(NULL, err, done_opaque);
+		return;
+	}
+	st.have = 1u << VPD_PS_RX_PACKETS | 1u << VPD_PS_TX_PACKETS;
+	st.v[VPD_PS_RX_PACKETS] = 7;
+	st.v[VPD_PS_TX_PACKETS] = 9;
+	g_array_append_val(out, st);
+	done(out, NULL, done_opaque);
+}
+
+static void assert_error(struct vpd_msg *m, uint32_t err, const char *msg)
+{
+	uint32_t e = 0;
+
+	g_assert_cmpuint(m->type, ==, VPD_MSG_ERROR);
+	g_assert_true(vpd_attr_u32(vpd_msg_get(m, VPD_A_ERRNO), &e));
+	g_assert_cmpuint(e, ==, err);
+	g_assert_cmpstr(vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)), ==, msg);
+	vpd_msg_free(m);
+}
+
+/*
+ * VF_STATS: the counters of the VF's own port, for the connection that
+ * claimed it only; none, and why, when OVS cannot say.
+ */
+static void test_vf_stats(struct fixture *f, gconstpointer data)
+{
+	struct fake_ports fp = { 0 };
+	g_autoptr(GBytes) req = NULL;
+	struct vpd_entry *e;
+	struct vpd_msg *m;
+	uint64_t v = 0;
+	uint32_t h;
+	int a, b;
+
+	(void)data;
+	fake_devices(f);
+	for (unsigned i = 0; i < f->pools->entries->len; i++) {
+		e = f->pools->entries->pdata[i];
+		e->rep = g_strdup_printf("vduse%u", i);
+	}
+	vpd_server_set_port_stats(f->server, fake_port_stats, &fp);
+	a = connect_to(f->sock);
+	b = connect_to(f->sock);
+	m = ask(a, (req = claim_msg("a", 1)));
+	h = claimed(m);
+	vpd_msg_free(m);
+	g_clear_pointer(&req, g_bytes_unref);
+
+	/* its port's counters: have, then the values */
+	m = ask(a, (req = plain_msg(VPD_MSG_VF_STATS, h)));
+	g_assert_cmpuint(m->type, ==, VPD_MSG_REPLY);
+	g_assert_cmpuint(vpd_attr_u64_count(vpd_msg_get(m, VPD_A_PORT_STATS)), ==, 1 + VPD_PS_N);
+	g_assert_true(vpd_attr_u64_at(vpd_msg_get(m, VPD_A_PORT_STATS),
+				      1 + VPD_PS_RX_PACKETS, &v));
+	g_assert_cmpuint(v, ==, 7);
+	g_assert_true(vpd_attr_u64_at(vpd_msg_get(m, VPD_A_PORT_STATS),
+				      1 + VPD_PS_TX_PACKETS, &v));
+	g_assert_cmpuint(v, ==, 9);
+	vpd_msg_free(m);
+	g_assert_cmpuint(fp.asked, ==, 1);
+	g_assert_true(fp.entry == f->pools->entries->pdata[h]);
+
+	/* another connection's VF, no VF, no handle: refused, OVS not asked */
+	m = ask(b, req);
+	e = f->pools->entries->pdata[h];
+	{
+		g_autofree char *msg = g_strdup_printf("VF %u of pool 'a' is not claimed by "
+						       "this client", e->vf);
+
+		assert_error(m, EPERM, msg);
+	}
+	g_clear_pointer(&req, g_bytes_unref);
+	assert_error(ask(a, (req = plain_msg(VPD_MSG_VF_STATS, 99))), ENOENT,
+		     "no VF has handle 99");
+	g_clear_pointer(&req, g_bytes_unref);
+	assert_error(ask(a, (req = plain_msg(VPD_MSG_VF_STATS, -1))), EINVAL,
+		     "VF_STATS needs the HANDLE of a VF");
+	g_clear_pointer(&req, g_bytes_unref);
+	g_assert_cmpuint(fp.asked, ==, 1);
+
+	/* OVS cannot say: no counters, and why */
+	fp.fail = true;
+	m = ask(a, (req = plain_msg(VPD_MSG_VF_STATS, h)));
+	g_assert_cmpuint(m->type, ==, VPD_MSG_REPLY);
+	g_assert_null(vpd_msg_get(m, VPD_A_PORT_STATS));
+	g_assert_cmpstr(vpd_attr_str(vpd_msg_get(m, VPD_A_MESSAGE)), ==, "ovsdb-server is gone");
+	vpd_msg_free(m);
+	close(a);
+	close(b);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -416,6 +530,7 @@ int main(int argc, char **argv)
 	g_test_add("/server/adoption-needs-start-time", struct fixture, NULL, setup,
 		   test_adoption_needs_start_time, teardown);
 	g_test_add("/server/metrics", struct fixture, NULL, setup, test_metrics, teardown);
+	g_test_add("/server/vf-stats", struct fixture, NULL, setup, test_vf_stats, teardown);
 	g_test_add("/server/metrics-root-only", struct fixture, NULL, setup,
 		   test_metrics_root_only, teardown);
 	return g_test_run();
