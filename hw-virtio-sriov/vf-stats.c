@@ -18,9 +18,13 @@
  * may hold for long, and RTM_GETLINK takes it too: so a tap's counters are
  * read in a worker thread, never in a vCPU or under the BQL, and the
  * command that asked is answered when the worker (or the provider) is
- * done.  A VF's counters are
- * read at most every VSRIOV_VF_STATS_MIN_MS: a guest asking more often
- * gets the last ones, so it cannot keep the host's RTNL busy.
+ * done.  A VF's counters are read at most every VSRIOV_VF_STATS_MIN_MS: a
+ * guest asking more often gets the last ones, so it cannot keep the host's
+ * RTNL busy.  A provider that did not answer in time (a stuck daemon, its
+ * 5 s deadline) is not asked again for VSRIOV_VF_STATS_QUIET_MS: each
+ * query holds the administration queue, and the guest's driver reads its
+ * VFs' counters one after the other, so asking again would hold the
+ * guest's VF configuration commands behind 5 s per VF.
  *
  * Copyright (c) 2026 vsriov contributors
  *
@@ -49,6 +53,7 @@
 
 /* One read of a VF's counters, by a worker or the pool's provider. */
 struct VsriovVFStatsRead {
+    bool provider;          /* the pool's provider's, not a tap's */
     VsriovPF *vpf;          /* NULL: the PF went; nobody waits */
     uint16_t vf;
     NetClientState *nc;     /* the backend it reads */
@@ -247,6 +252,9 @@ static void read_done(void *opaque, int ret)
                         "again", DEVICE(vpf->pf)->id, r->vf);
         }
         c->lost = ret;
+        if (r->provider && ret == -ETIMEDOUT) {
+            vpf->stats.quiet_until = c->at + VSRIOV_VF_STATS_QUIET_MS;
+        }
         r->done(vpf, r->vf, &c->st, r->opaque);
     }
     g_free(r->why);
@@ -300,7 +308,15 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
         *st = c->st;
         return true;
     }
+    if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < vpf->stats.quiet_until) {
+        trace_vsriov_vf_stats_quiet(DEVICE(vpf->pf)->id, i);
+        if (c->valid && c->nc == nc) {
+            *st = c->st;
+        }
+        return true;
+    }
     r = read_new(vpf, i, nc, -1, done, opaque);
+    r->provider = true;
     if (vsriov_pool_vf_stats(vpf->pool, nc, provider_done, r)) {
         return false;
     }

@@ -329,6 +329,7 @@ typedef struct VsriovVFStatsCache {
 typedef struct VsriovPFStats {
     VsriovVFStatsCache *vf;
     QLIST_HEAD(, VsriovVFStatsRead) reads;
+    int64_t quiet_until;    /* the provider timed out: not asked till then */
 } VsriovPFStats;
 
 /* The VFs' configuration as the guest set it (vf-config.c), per VF. */
@@ -505,6 +506,8 @@ int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i,
  * unless the PF goes first.
  */
 #define VSRIOV_VF_STATS_MIN_MS 250
+/* After the provider did not answer in time, it is not asked for this long */
+#define VSRIOV_VF_STATS_QUIET_MS 10000
 typedef void VsriovVFStatsDone(VsriovPF *vpf, uint16_t i,
                                const VsriovVFStats *st, void *opaque);
 bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,

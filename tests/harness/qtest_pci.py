@@ -43,6 +43,7 @@ GROUP_SELF, GROUP_SRIOV, CMD_LIST_QUERY, CMD_LIST_USE = 0, 1, 0, 1
 CMD_DEVICE_CAP_GET, CMD_DRIVER_CAP_SET = 0x8, 0x9
 # A VF's member configuration object: RESOURCE_OBJ_MODIFY of the SR-IOV group
 CMD_RESOURCE_OBJ_MODIFY, OBJ_MEMBER_CFG, MEMBER_CFG_CAP = 0xB, 0x0207, 0x0805
+CMD_RESOURCE_OBJ_QUERY = 0xC
 FIELD_MAC, FIELD_VLAN = 1 << 0, 1 << 1
 
 
@@ -338,9 +339,9 @@ class Admin:
         (what the notification held the "vCPU")."""
         out = struct.pack("<HH12xQ", opcode, group, member) + data
         self._mem(OUT_BUF, out)
-        self._mem(IN_BUF, bytes(8 + 64))
+        self._mem(IN_BUF, bytes(8 + 192))
         self._mem(DESC, struct.pack("<QIHH", OUT_BUF, len(out), 1, 1) +
-                  struct.pack("<QIHH", IN_BUF, 8 + 64, 2, 0))
+                  struct.pack("<QIHH", IN_BUF, 8 + 192, 2, 0))
         self._w(2, AVAIL + 4 + (self.avail_idx % QSIZE) * 2, 0)
         self.avail_idx += 1
         self._w(2, AVAIL + 2, self.avail_idx & 0xFFFF)
@@ -451,6 +452,17 @@ def main(argv):
         vf, vid = int(argv[3]), int(argv[4])
         _, _, st = q.admin().set_vlan(vf, vid)
         print(f"status={st}")
+    elif what == "stats":  # VF's counters: RESOURCE_OBJ_QUERY with STATS
+        vf = int(argv[3])
+        a = q.admin()
+        t0 = time.monotonic()
+        st, res = a.run(CMD_RESOURCE_OBJ_QUERY, GROUP_SRIOV, vf + 1,
+                        struct.pack("<HxxIQ", OBJ_MEMBER_CFG, 0, 1), timeout=60)
+        took = time.monotonic() - t0
+        # the 24-byte configuration, then RX_BASIC and TX_BASIC replies
+        rx, tx = (struct.unpack_from("<Q", res, 24 + off + 8)[0] if len(res) >= 24 + off + 16
+                  else -1 for off in (0, 56))
+        print(f"status={st} rx_packets={rx} tx_packets={tx} s={took:.2f}")
     elif what == "mac":    # VF MAC: RESOURCE_OBJ_MODIFY, prints the status
         vf, mac = int(argv[3]), bytes.fromhex(argv[4].replace(":", ""))
         _, _, st = q.admin().set_mac(vf, mac)
