@@ -95,6 +95,8 @@ struct vpd_server {
 	void *flows_opaque;
 	vpd_port_stats_fn port_stats;
 	void *port_stats_opaque;
+	GArray *vf_stats;               /* VF_STATS: each entry's port counters ... */
+	gint64 vf_stats_at;             /* ... as of then (monotonic, us; 0: none) */
 	GPtrArray *pool_stats;          /* struct pool_stats *, pools in entries' order */
 	guint64 start_time;             /* Unix time, s */
 	vpd_mac_fn set_mac;
@@ -1514,18 +1516,26 @@ struct status_op {
 	guint timer;
 	unsigned refs;          /* the datapath's answer, the timer, do_query */
 	bool metrics;           /* a METRICS */
-	bool vf_stats;          /* a VF_STATS (metrics too) */
+	bool vf_stats;          /* a VF_STATS (metrics too) ... */
+	uint32_t vf;            /* ... of this entry */
 	bool in_request, answered, ok;
 };
 
 /*
- * The reply to VF_STATS: the VF's port's counters, or none and why
- * (stats NULL or without any: unknown).
+ * VF_STATS are answered from the counters of every entry that the last
+ * one read, while they are younger than this: one OVSDB select (of every
+ * Interface) serves a guest reading each of its VFs' counters in turn,
+ * and OVS refreshes them every 5 s anyway.
  */
-static GBytes *vf_stats_reply(uint32_t seq, GArray *stats, const char *unknown)
+#define VPD_VF_STATS_MAX_AGE_MS 1000
+
+/*
+ * The reply to VF_STATS: the VF's port's counters, or none and why
+ * (ps NULL or without any: unknown).
+ */
+static GBytes *vf_stats_reply(uint32_t seq, const struct vpd_port_stats *ps,
+			      const char *unknown)
 {
-	const struct vpd_port_stats *ps = stats && stats->len ?
-		&g_array_index(stats, struct vpd_port_stats, 0) : NULL;
 	struct vpd_builder b;
 
 	vpd_builder_init(&b, VPD_MSG_REPLY, seq);
@@ -1551,8 +1561,14 @@ static void status_answer(struct status_op *op, GPtrArray *flows, GArray *stats,
 	op->answered = true;
 	if (!c)
 		return;
-	if (op->vf_stats)
-		reply = vf_stats_reply(op->seq, stats, unknown);
+	if (op->vf_stats && stats && op->vf < stats->len) {
+		g_clear_pointer(&op->s->vf_stats, g_array_unref);
+		op->s->vf_stats = g_array_copy(stats);
+		op->s->vf_stats_at = g_get_monotonic_time();
+		reply = vf_stats_reply(op->seq, &g_array_index(stats, struct vpd_port_stats, op->vf),
+				       unknown);
+	} else if (op->vf_stats)
+		reply = vf_stats_reply(op->seq, NULL, unknown);
 	else if (!op->metrics)
 		reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
 	else
@@ -1611,7 +1627,6 @@ static bool ask_datapath(struct client *c, const struct vpd_msg *m, bool metrics
 			 struct vpd_entry *vf)
 {
 	struct vpd_server *s = c->s;
-	g_autoptr(GPtrArray) one = NULL;
 	struct status_op *op;
 	bool answered, ok;
 
@@ -1621,15 +1636,12 @@ static bool ask_datapath(struct client *c, const struct vpd_msg *m, bool metrics
 	op->seq = m->seq;
 	op->metrics = metrics;
 	op->vf_stats = vf != NULL;
+	op->vf = vf ? vf->handle : 0;
 	op->refs = 3;           /* the datapath's answer, the timer, this call */
 	op->in_request = true;
 	c->pending = true;
 	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
-	if (vf) {
-		one = g_ptr_array_new();
-		g_ptr_array_add(one, vf);
-		s->port_stats(one, s->port_stats_opaque, metrics_stats_done, op);
-	} else if (metrics) {
+	if (metrics) {
 		s->port_stats(s->pools->entries, s->port_stats_opaque, metrics_stats_done, op);
 	} else {
 		s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
@@ -1641,7 +1653,10 @@ static bool ask_datapath(struct client *c, const struct vpd_msg *m, bool metrics
 	return answered ? ok : true;
 }
 
-/* VF_STATS: the counters of a VF the connection claimed, from its port. */
+/*
+ * VF_STATS: the counters of a VF the connection claimed, from its port
+ * (every entry's read, and kept VPD_VF_STATS_MAX_AGE_MS).
+ */
 static bool do_vf_stats(struct client *c, const struct vpd_msg *m)
 {
 	g_autoptr(GBytes) reply = NULL;
@@ -1653,6 +1668,13 @@ static bool do_vf_stats(struct client *c, const struct vpd_msg *m)
 	if (!c->s->port_stats || !e->rep) {
 		reply = vf_stats_reply(m->seq, NULL, !c->s->port_stats ?
 				       "the daemon runs without OVS" : "the VF has no switch port");
+		return send_all(c, reply, NULL, 0);
+	}
+	if (c->s->vf_stats && e->handle < c->s->vf_stats->len &&
+	    g_get_monotonic_time() - c->s->vf_stats_at < VPD_VF_STATS_MAX_AGE_MS * 1000) {
+		reply = vf_stats_reply(m->seq, &g_array_index(c->s->vf_stats,
+							      struct vpd_port_stats, e->handle),
+				       NULL);
 		return send_all(c, reply, NULL, 0);
 	}
 	return ask_datapath(c, m, true, e);
@@ -2385,6 +2407,8 @@ void vpd_server_free(struct vpd_server *s)
 	g_hash_table_unref(s->per_uid);
 	g_hash_table_unref(s->orphan_watches);
 	g_ptr_array_unref(s->pool_stats);
+	if (s->vf_stats)
+		g_array_unref(s->vf_stats);
 	g_free(s->socket_path);
 	g_free(s);
 }
