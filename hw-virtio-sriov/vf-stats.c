@@ -234,6 +234,9 @@ static void read_done(void *opaque, int ret)
     if (r->fd >= 0) {
         close(r->fd);
     }
+    if (ret && !r->why) {
+        r->why = g_strdup(strerror(-ret));
+    }
     if (vpf) {
         VsriovVFStatsCache *c = &vpf->stats.vf[r->vf];
 
@@ -266,9 +269,9 @@ static void provider_done(void *opaque, int ret, const VsriovVFStats *st,
 {
     VsriovVFStatsRead *r = opaque;
 
-    if (ret) {
-        r->why = g_strdup(err ? error_get_pretty(err) : strerror(-ret));
-    } else {
+    if (ret && err) {
+        r->why = g_strdup(error_get_pretty(err));
+    } else if (!ret) {
         r->st = *st;
     }
     error_free(err);
