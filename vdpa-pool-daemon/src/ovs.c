@@ -1144,12 +1144,14 @@ static bool flow_stats_cb(const uint8_t *m, guint len, void *by_cookie)
 }
 
 /*
- * The flows of every table whose cookie matches cookie under mask, into
- * by_cookie (cookie -> its counters, flow_stats_cb()); a connection that
- * fails is opened again once.
+ * A flow statistics request of table (VPD_OFPTT_ALL: every one) for the
+ * flows whose cookie matches cookie under mask, each reply message to
+ * each(opaque); a connection that fails is opened again once, after
+ * restart(opaque) forgets what the failed try gave.
  */
-static bool dump_flows(struct vpd_ovs *o, uint64_t cookie, uint64_t mask,
-		       GHashTable *by_cookie, GError **error)
+static bool request_flow_stats(struct vpd_ovs *o, uint8_t table, uint64_t cookie, uint64_t mask,
+			       vpd_of_msg_fn each, void (*restart)(void *opaque), void *opaque,
+			       GError **error)
 {
 	g_autoptr(GByteArray) req = g_byte_array_new();
 
@@ -1161,10 +1163,10 @@ static bool dump_flows(struct vpd_ovs *o, uint64_t cookie, uint64_t mask,
 			return false;
 		g_byte_array_set_size(req, 0);
 		xid = ++o->of.xid;
-		vpd_of_flow_stats_request(req, xid, VPD_OFPTT_ALL, cookie, mask);
+		restart(opaque);
+		vpd_of_flow_stats_request(req, xid, table, cookie, mask);
 		if (vpd_ofconn_send(&o->of, req, &err) &&
-		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, flow_stats_cb,
-				    by_cookie, &err))
+		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, each, opaque, &err))
 			return true;
 		if (o->of.c.fd >= 0 || attempt) {
 			g_propagate_error(error, g_steal_pointer(&err));
@@ -1172,6 +1174,22 @@ static bool dump_flows(struct vpd_ovs *o, uint64_t cookie, uint64_t mask,
 		}
 	}
 	g_assert_not_reached();
+}
+
+static void forget_flows(void *by_cookie)
+{
+	g_hash_table_remove_all(by_cookie);
+}
+
+/*
+ * The flows of every table whose cookie matches cookie under mask, into
+ * by_cookie (cookie -> its counters, flow_stats_cb()).
+ */
+static bool dump_flows(struct vpd_ovs *o, uint64_t cookie, uint64_t mask,
+		       GHashTable *by_cookie, GError **error)
+{
+	return request_flow_stats(o, VPD_OFPTT_ALL, cookie, mask, flow_stats_cb, forget_flows,
+				  by_cookie, error);
 }
 
 
@@ -1427,32 +1445,21 @@ static bool counts_cb(const uint8_t *m, guint len, void *opaque)
 	return !c->malformed;
 }
 
+static void forget_counts(void *opaque)
+{
+	struct counts *c = opaque;
+
+	c->packets = c->bytes = 0;
+	c->found = c->malformed = false;
+}
+
 bool vpd_ovs_rule_stats(struct vpd_ovs *o, uint8_t table, uint32_t id, uint64_t *packets,
 			uint64_t *bytes, GError **error)
 {
-	g_autoptr(GByteArray) req = g_byte_array_new();
 	struct counts c = { .cookie = vpd_rule_cookie(table, id) };
 
-	for (int attempt = 0; attempt < 2; attempt++) {
-		g_autoptr(GError) err = NULL;
-		uint32_t xid;
-
-		if (!vpd_ofconn_connect(&o->of, error))
-			return false;
-		g_byte_array_set_size(req, 0);
-		xid = ++o->of.xid;
-		c.packets = c.bytes = 0;
-		c.found = c.malformed = false;
-		vpd_of_flow_stats_request(req, xid, table, c.cookie, ~0ull);
-		if (vpd_ofconn_send(&o->of, req, &err) &&
-		    vpd_ofconn_wait(&o->of, xid, xid, VPD_OFPT_MULTIPART_REPLY, counts_cb, &c,
-				    &err))
-			break;
-		if (o->of.c.fd >= 0 || attempt) {
-			g_propagate_error(error, g_steal_pointer(&err));
-			return false;
-		}
-	}
+	if (!request_flow_stats(o, table, c.cookie, ~0ull, counts_cb, forget_counts, &c, error))
+		return false;
 	if (c.malformed)
 		return vpd_ovs_fail(error, G_IO_ERROR_INVALID_DATA,
 				    "OVS: a malformed flow statistics reply");
