@@ -357,6 +357,16 @@ static void admin_set_done(VsriovPF *vpf, uint16_t vf, int ret, void *opaque)
     qemu_bh_schedule(a->bh);
 }
 
+/* A QUERY's result: VF @vf's configuration, then counters @s if any. */
+static size_t member_query(VsriovPF *vpf, uint16_t vf, const VsriovVFStats *s,
+                           uint8_t *result)
+{
+    size_t len = sizeof(struct vsriov_admin_net_member_cfg);
+
+    member_cfg_get(vpf, vf, (void *)result);
+    return s ? len + member_stats(s, result + len) : len;
+}
+
 /* A QUERY's counters, read off the BQL (vf-stats.c), came. */
 static void admin_stats_done(VsriovPF *vpf, uint16_t vf,
                              const VsriovVFStats *s, void *opaque)
@@ -365,13 +375,12 @@ static void admin_stats_done(VsriovPF *vpf, uint16_t vf,
     uint8_t result[sizeof(struct vsriov_admin_net_member_cfg) +
                    sizeof(struct virtio_net_stats_rx_basic) +
                    sizeof(struct virtio_net_stats_tx_basic)];
-    size_t len = sizeof(struct vsriov_admin_net_member_cfg);
+    size_t len;
 
     if (!a || !a->cur || a->gen != (uintptr_t)opaque) {
         return;     /* the queue was reset, or the VM stopped, meanwhile */
     }
-    member_cfg_get(vpf, vf, (void *)result);
-    len += member_stats(s, result + len);
+    len = member_query(vpf, vf, s, result);
     admin_complete(a, g_steal_pointer(&a->cur), st_ok, result, len);
     qemu_bh_schedule(a->bh);
 }
@@ -581,12 +590,10 @@ static bool admin_member_obj(VsriovAdmin *a, uint16_t opcode, uint16_t vf,
                                  (void *)(uintptr_t)a->gen)) {
                 return true;    /* admin_stats_done() */
             }
-            *rlen = sizeof(struct vsriov_admin_net_member_cfg);
-            *rlen += member_stats(&stats, result + *rlen);
+            *rlen = member_query(a->vpf, vf, &stats, result);
         } else {
-            *rlen = sizeof(struct vsriov_admin_net_member_cfg);
+            *rlen = member_query(a->vpf, vf, NULL, result);
         }
-        member_cfg_get(a->vpf, vf, (void *)result);
         *s = st_ok;
         return false;
     }

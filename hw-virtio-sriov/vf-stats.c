@@ -53,11 +53,11 @@
 
 /* One read of a VF's counters, by a worker or the pool's provider. */
 struct VsriovVFStatsRead {
-    bool provider;          /* the pool's provider's, not a tap's */
     VsriovPF *vpf;          /* NULL: the PF went; nobody waits */
     uint16_t vf;
     NetClientState *nc;     /* the backend it reads */
-    int fd;                 /* a duplicate of the tap's, the worker's; or -1 */
+    int fd;                 /* a duplicate of the tap's, the worker's; or -1:
+                             * the pool's provider reads them */
     bool ok;
     VsriovVFStats st;
     char *why;              /* why not @ok */
@@ -246,7 +246,6 @@ static void read_done(void *opaque, int ret)
         c->st = ret ? (VsriovVFStats){} : r->st;
         c->nc = r->nc;
         c->at = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
-        c->valid = true;
         if (ret && !c->lost) {
             warn_report("virtual SR-IOV PF '%s': VF %u's counters read 0: %s",
                         DEVICE(vpf->pf)->id, r->vf, r->why);
@@ -255,7 +254,7 @@ static void read_done(void *opaque, int ret)
                         "again", DEVICE(vpf->pf)->id, r->vf);
         }
         c->lost = ret;
-        if (r->provider && ret == -ETIMEDOUT) {
+        if (r->fd < 0 && ret == -ETIMEDOUT) {
             vpf->stats.quiet_until = c->at + VSRIOV_VF_STATS_QUIET_MS;
         }
         r->done(vpf, r->vf, &c->st, r->opaque);
@@ -305,7 +304,7 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
     if (!nc) {
         return true;
     }
-    if (c->valid && c->nc == nc &&
+    if (c->nc == nc &&
         qemu_clock_get_ms(QEMU_CLOCK_REALTIME) - c->at <
         VSRIOV_VF_STATS_MIN_MS) {
         *st = c->st;
@@ -313,13 +312,12 @@ bool vsriov_vf_stats(VsriovPF *vpf, uint16_t i, VsriovVFStats *st,
     }
     if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) < vpf->stats.quiet_until) {
         trace_vsriov_vf_stats_quiet(DEVICE(vpf->pf)->id, i);
-        if (c->valid && c->nc == nc) {
+        if (c->nc == nc) {
             *st = c->st;
         }
         return true;
     }
     r = read_new(vpf, i, nc, -1, done, opaque);
-    r->provider = true;
     if (vsriov_pool_vf_stats(vpf->pool, nc, provider_done, r)) {
         return false;
     }

@@ -321,9 +321,8 @@ typedef struct VsriovVFStatsRead VsriovVFStatsRead; /* vf-stats.c */
 /* The last counters read of each VF, and the reads in flight. */
 typedef struct VsriovVFStatsCache {
     VsriovVFStats st;
-    NetClientState *nc;     /* of this backend */
+    NetClientState *nc;     /* of this backend (NULL: none read yet) */
     int64_t at;             /* QEMU_CLOCK_REALTIME, ms */
-    bool valid;
     bool lost;              /* not found the last time (and said so) */
 } VsriovVFStatsCache;
 typedef struct VsriovPFStats {
@@ -499,11 +498,13 @@ int vsriov_vf_config_change(VsriovPF *vpf, uint16_t i,
                             const VsriovVFConfig *c,
                             VsriovVFConfigDone *done, void *opaque);
 /*
- * The counters of VF @i as the VF sees them, where its backend has them (a
- * tap's; vf-stats.c).  True if @st holds them now: 0s for a backend without
- * counters, or what was read less than VSRIOV_VF_STATS_MIN_MS ago.  Else
- * they are read in a worker thread, and @done gets them in the main loop,
- * unless the PF goes first.
+ * The counters of VF @i as the VF sees them (vf-stats.c): its pool's
+ * provider's where it keeps them, else its backend's where it has them (a
+ * tap's).  True if @st holds them now: 0s for a backend without counters,
+ * what was read less than VSRIOV_VF_STATS_MIN_MS ago, or the last ones
+ * while the provider is not asked (VSRIOV_VF_STATS_QUIET_MS).  Else the
+ * provider or a worker thread reads them, and @done gets them in the main
+ * loop, unless the PF goes first.
  */
 #define VSRIOV_VF_STATS_MIN_MS 250
 /* After the provider did not answer in time, it is not asked for this long */

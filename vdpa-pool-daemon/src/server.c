@@ -95,8 +95,8 @@ struct vpd_server {
 	void *flows_opaque;
 	vpd_port_stats_fn port_stats;
 	void *port_stats_opaque;
-	GArray *vf_stats;               /* VF_STATS: each entry's port counters ... */
-	gint64 vf_stats_at;             /* ... as of then (monotonic, us; 0: none) */
+	GArray *vf_stats;               /* each entry's port counters (VF_STATS) ... */
+	gint64 vf_stats_at;             /* ... as read then (monotonic, us) */
 	GPtrArray *pool_stats;          /* struct pool_stats *, pools in entries' order */
 	guint64 start_time;             /* Unix time, s */
 	vpd_mac_fn set_mac;
@@ -1515,17 +1515,16 @@ struct status_op {
 	uint32_t seq;
 	guint timer;
 	unsigned refs;          /* the datapath's answer, the timer, do_query */
-	bool metrics;           /* a METRICS */
-	bool vf_stats;          /* a VF_STATS (metrics too) ... */
-	uint32_t vf;            /* ... of this entry */
+	bool metrics;           /* a METRICS, or a VF_STATS: */
+	int vf;                 /* a VF_STATS of this entry, or -1 */
 	bool in_request, answered, ok;
 };
 
 /*
  * VF_STATS are answered from the counters of every entry that the last
- * one read, while they are younger than this: one OVSDB select (of every
- * Interface) serves a guest reading each of its VFs' counters in turn,
- * and OVS refreshes them every 5 s anyway.
+ * METRICS or VF_STATS read, while they are younger than this: one OVSDB
+ * select (of every Interface) serves a guest reading each of its VFs'
+ * counters in turn, and OVS refreshes them every 5 s anyway.
  */
 #define VPD_VF_STATS_MAX_AGE_MS 1000
 
@@ -1561,14 +1560,15 @@ static void status_answer(struct status_op *op, GPtrArray *flows, GArray *stats,
 	op->answered = true;
 	if (!c)
 		return;
-	if (op->vf_stats && stats && op->vf < stats->len) {
+	if (stats && stats->len == op->s->pools->entries->len) {
 		g_clear_pointer(&op->s->vf_stats, g_array_unref);
 		op->s->vf_stats = g_array_copy(stats);
 		op->s->vf_stats_at = g_get_monotonic_time();
-		reply = vf_stats_reply(op->seq, &g_array_index(stats, struct vpd_port_stats, op->vf),
+	}
+	if (op->vf >= 0)
+		reply = vf_stats_reply(op->seq, stats && (unsigned)op->vf < stats->len ?
+				       &g_array_index(stats, struct vpd_port_stats, op->vf) : NULL,
 				       unknown);
-	} else if (op->vf_stats)
-		reply = vf_stats_reply(op->seq, NULL, unknown);
 	else if (!op->metrics)
 		reply = query_reply(op->s, op->client, op->seq, true, flows, unknown);
 	else
@@ -1634,18 +1634,16 @@ static bool ask_datapath(struct client *c, const struct vpd_msg *m, bool metrics
 	op->s = s;
 	op->client = c->id;
 	op->seq = m->seq;
-	op->metrics = metrics;
-	op->vf_stats = vf != NULL;
-	op->vf = vf ? vf->handle : 0;
+	op->metrics = metrics || vf;
+	op->vf = vf ? (int)vf->handle : -1;
 	op->refs = 3;           /* the datapath's answer, the timer, this call */
 	op->in_request = true;
 	c->pending = true;
 	op->timer = g_timeout_add(VPD_FLOWS_WAIT_MS, status_timeout, op);
-	if (metrics) {
+	if (op->metrics)
 		s->port_stats(s->pools->entries, s->port_stats_opaque, metrics_stats_done, op);
-	} else {
+	else
 		s->flows(s->pools->entries, s->flows_opaque, status_flows_done, op);
-	}
 	op->in_request = false;
 	answered = op->answered;
 	ok = op->ok;
@@ -1677,7 +1675,7 @@ static bool do_vf_stats(struct client *c, const struct vpd_msg *m)
 				       NULL);
 		return send_all(c, reply, NULL, 0);
 	}
-	return ask_datapath(c, m, true, e);
+	return ask_datapath(c, m, false, e);
 }
 
 static bool do_query(struct client *c, const struct vpd_msg *m, bool all, bool metrics)
